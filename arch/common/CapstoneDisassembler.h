@@ -1,0 +1,28 @@
+#pragma once
+// A Capstone handle owned by one Arch object. Capstone handles are not thread-safe, so calls are
+// serialised by a mutex (disassembly is only used when reporting, never on the step loop).
+
+#include "ftsim/arch/Arch.h"
+
+#include <capstone/capstone.h>
+
+#include <mutex>
+
+namespace ftsim::arch {
+
+class CapstoneDisassembler {
+public:
+  CapstoneDisassembler(cs_arch archId, int mode, bool attSyntax);
+  ~CapstoneDisassembler();
+  CapstoneDisassembler(const CapstoneDisassembler &) = delete;
+  CapstoneDisassembler &operator=(const CapstoneDisassembler &) = delete;
+
+  std::vector<Arch::Insn> disassemble(std::span<const std::uint8_t> bytes, std::uint64_t address,
+                                      std::size_t *undecodedAt) const;
+
+private:
+  csh handle_ = 0;
+  mutable std::mutex mutex_;
+};
+
+} // namespace ftsim::arch

@@ -1,0 +1,102 @@
+#pragma once
+// The ISA interface. Generic code (model/, sim/, verify/, cli/) only ever talks to an Arch obtained
+// from the registry (archByName / archByElf); it never includes arch/x86_64 or arch/ppc32 headers.
+// Each target implements this class in arch/<isa>/ and registers itself with one explicit call
+// (LLVM MC style), so nothing depends on static initialisation order.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ftsim::arch {
+
+using Bytes = std::vector<std::uint8_t>;
+
+enum class Endian { Little, Big };
+
+// An encoding request that cannot be satisfied: a branch target out of the instruction's range, or
+// misaligned. Never silently truncated (see SCENARIOS.md, ppc-branch-range).
+struct EncodeResult {
+  Bytes bytes;       // empty when !ok
+  bool ok = false;   // false: target unreachable or misaligned
+  std::string error; // why, when !ok
+};
+
+class Arch {
+public:
+  virtual ~Arch() = default;
+
+  // --- Identity ---------------------------------------------------------------------------------
+  virtual std::string_view name() const = 0; // "x86_64", "ppc32", "ppc64"
+  virtual unsigned wordSize() const = 0;     // pointer size in bytes
+  virtual Endian endian() const = 0;
+  // Whether the simulator can execute this ISA. Unicorn 2.0.1 (Debian 12) runs 32-bit big-endian
+  // PowerPC only, so ppc64 is handled statically (recordmcount, encodings, proofs).
+  virtual bool executable() const = 0;
+
+  // --- ELF
+  // ----------------------------------------------------------------------------------------
+  virtual std::uint16_t elfMachine() const = 0; // EM_X86_64, EM_PPC, EM_PPC64
+  virtual unsigned elfClass() const = 0;        // ELFCLASS32 or ELFCLASS64
+
+  // --- recordmcount: recognising call sites from relocations (scripts/recordmcount.c)
+  // ------------- Names of the profiling hooks this ISA's compilers call.
+  virtual bool isMcountSymbol(std::string_view symbol) const = 0;
+  // A relocation type that a compiler emits for the call to the profiling hook.
+  virtual bool isMcountCallReloc(std::uint32_t type) const = 0;
+  // Distance from the relocation's r_offset back to the first byte of the call instruction
+  // (x86-64: 1, the e8 opcode; powerpc: 0, the whole word is relocated).
+  virtual unsigned relocOffsetToSite() const = 0;
+  // The absolute, word-sized relocation type used for __mcount_loc entries.
+  virtual std::uint32_t mcountLocRelocType() const = 0;
+  // Whether the ELF uses RELA (x86-64, powerpc) relocations.
+  virtual bool usesRela() const = 0;
+
+  // --- Encodings --------------------------------------------------------------------------------
+  virtual unsigned siteSize() const = 0;      // bytes of a patch site: 5 (x86 call) or 4 (powerpc)
+  virtual unsigned insnAlignment() const = 0; // 1 on x86, 4 on powerpc
+  virtual Bytes nop() const = 0;              // the site's nop: 0f 1f 44 00 00 / 60 00 00 00
+  virtual Bytes trap() const = 0;             // the breakpoint: cc / tw 31,0,0 (7f e0 00 08)
+  virtual EncodeResult call(std::uint64_t site, std::uint64_t target) const = 0; // call / bl
+  virtual EncodeResult jump(std::uint64_t site, std::uint64_t target) const = 0; // jmp / b
+  // The target of a call (or bl) encoded at `site`, if `bytes` is one.
+  virtual std::optional<std::uint64_t> callTarget(std::uint64_t site,
+                                                  std::span<const std::uint8_t> bytes) const = 0;
+  // The longest instruction the ISA has (15 on x86, 4 on powerpc).
+  virtual unsigned maxInsnSize() const = 0;
+
+  // --- Disassembly (Capstone) -------------------------------------------------------------------
+  struct Insn {
+    std::uint64_t address;
+    unsigned size;
+    std::string text; // "nopl (%rsi)", "bl 0x1000"
+  };
+  // Decode as many instructions as the bytes hold. The first undecodable byte ends the list; its
+  // offset is returned in *undecodedAt when non-null.
+  virtual std::vector<Insn> disassemble(std::span<const std::uint8_t> bytes, std::uint64_t address,
+                                        std::size_t *undecodedAt = nullptr) const = 0;
+
+  // --- Unicorn ----------------------------------------------------------------------------------
+  virtual int unicornArch() const = 0; // uc_arch; only meaningful when executable()
+  virtual int unicornMode() const = 0; // uc_mode
+};
+
+// "0f 1f 2e 00 00"
+std::string hexBytes(std::span<const std::uint8_t> bytes);
+// "nopl (%rsi); add %al,(%rax)" with "(bad)" for an undecodable tail, like objdump.
+std::string describeBytes(const Arch &arch, std::span<const std::uint8_t> bytes,
+                          std::uint64_t address);
+
+// --- Registry
+// ------------------------------------------------------------------------------------- Throws
+// FatalError naming `name` and the known architectures when `name` is not one of them.
+const Arch &archByName(std::string_view name);
+// nullptr when no registered ISA matches.
+const Arch *archByElf(std::uint16_t machine, unsigned elfClass);
+std::vector<const Arch *> allArchs();
+std::vector<const Arch *> executableArchs();
+
+} // namespace ftsim::arch

@@ -1,0 +1,91 @@
+// x86-64: 5-byte patch sites (call rel32 / nopl 0x0(%rax,%rax,1)), int3 breakpoints.
+// Encodings follow arch/x86/kernel/ftrace.c (ftrace_call_replace) and
+// arch/x86/include/asm/text-patching.h (text_gen_insn).
+
+#include "../common/CapstoneDisassembler.h"
+#include "ftsim/arch/Arch.h"
+
+#include <elf.h>
+#include <unicorn/unicorn.h>
+
+#include <memory>
+
+namespace ftsim::arch {
+namespace {
+
+constexpr std::uint8_t kCallOpcode = 0xe8;
+constexpr std::uint8_t kJmpOpcode = 0xe9;
+constexpr unsigned kRel32InsnSize = 5;
+
+EncodeResult rel32(std::uint8_t opcode, std::uint64_t site, std::uint64_t target) {
+  const auto delta = static_cast<std::int64_t>(target - (site + kRel32InsnSize));
+  if (delta < INT32_MIN || delta > INT32_MAX)
+    return {{}, false, "rel32 displacement out of range (target more than 2 GiB away)"};
+  const auto rel = static_cast<std::uint32_t>(static_cast<std::int32_t>(delta));
+  return {{opcode, static_cast<std::uint8_t>(rel), static_cast<std::uint8_t>(rel >> 8),
+           static_cast<std::uint8_t>(rel >> 16), static_cast<std::uint8_t>(rel >> 24)},
+          true,
+          {}};
+}
+
+class X86_64Arch final : public Arch {
+public:
+  X86_64Arch() : disassembler_(CS_ARCH_X86, CS_MODE_64, /*attSyntax=*/true) {}
+
+  std::string_view name() const override { return "x86_64"; }
+  unsigned wordSize() const override { return 8; }
+  Endian endian() const override { return Endian::Little; }
+  bool executable() const override { return true; }
+
+  std::uint16_t elfMachine() const override { return EM_X86_64; }
+  unsigned elfClass() const override { return ELFCLASS64; }
+
+  bool isMcountSymbol(std::string_view symbol) const override {
+    return symbol == "__fentry__" || symbol == "mcount";
+  }
+  bool isMcountCallReloc(std::uint32_t type) const override {
+    return type == R_X86_64_PLT32 || type == R_X86_64_PC32;
+  }
+  unsigned relocOffsetToSite() const override { return 1; }
+  std::uint32_t mcountLocRelocType() const override { return R_X86_64_64; }
+  bool usesRela() const override { return true; }
+
+  unsigned siteSize() const override { return kRel32InsnSize; }
+  unsigned insnAlignment() const override { return 1; }
+  // The 5-byte nop the kernel uses for call sites (x86_nops[5], P6_NOP5).
+  Bytes nop() const override { return {0x0f, 0x1f, 0x44, 0x00, 0x00}; }
+  Bytes trap() const override { return {0xcc}; }
+  EncodeResult call(std::uint64_t site, std::uint64_t target) const override {
+    return rel32(kCallOpcode, site, target);
+  }
+  EncodeResult jump(std::uint64_t site, std::uint64_t target) const override {
+    return rel32(kJmpOpcode, site, target);
+  }
+  std::optional<std::uint64_t> callTarget(std::uint64_t site,
+                                          std::span<const std::uint8_t> bytes) const override {
+    if (bytes.size() < kRel32InsnSize || bytes[0] != kCallOpcode)
+      return std::nullopt;
+    const std::int32_t rel = static_cast<std::int32_t>(
+        static_cast<std::uint32_t>(bytes[1]) | static_cast<std::uint32_t>(bytes[2]) << 8 |
+        static_cast<std::uint32_t>(bytes[3]) << 16 | static_cast<std::uint32_t>(bytes[4]) << 24);
+    return site + kRel32InsnSize + static_cast<std::int64_t>(rel);
+  }
+  unsigned maxInsnSize() const override { return 15; }
+
+  std::vector<Insn> disassemble(std::span<const std::uint8_t> bytes, std::uint64_t address,
+                                std::size_t *undecodedAt) const override {
+    return disassembler_.disassemble(bytes, address, undecodedAt);
+  }
+
+  int unicornArch() const override { return UC_ARCH_X86; }
+  int unicornMode() const override { return UC_MODE_64; }
+
+private:
+  CapstoneDisassembler disassembler_;
+};
+
+} // namespace
+
+std::unique_ptr<Arch> createX86_64Arch() { return std::make_unique<X86_64Arch>(); }
+
+} // namespace ftsim::arch
