@@ -1,0 +1,169 @@
+// Loading a linked guest image (ET_EXEC) with libelf. Every field read from the file is checked
+// against the file's size before use: a malformed or truncated image is a FatalError naming the
+// file, never a crash.
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/Image.h"
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+namespace ftsim::arch {
+namespace {
+
+constexpr std::uint64_t kMaxSegmentSize = 1ull << 30;
+
+struct ElfCloser {
+  void operator()(Elf *e) const { elf_end(e); }
+};
+
+std::vector<char> readWholeFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fatal("{}: cannot open file", path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::uint64_t readWord(const Arch &arch, const std::uint8_t *p) {
+  std::uint64_t v = 0;
+  const unsigned n = arch.wordSize();
+  for (unsigned i = 0; i < n; ++i) {
+    const unsigned shift = arch.endian() == Endian::Little ? 8 * i : 8 * (n - 1 - i);
+    v |= static_cast<std::uint64_t>(p[i]) << shift;
+  }
+  return v;
+}
+
+} // namespace
+
+Image loadImage(const std::string &path) {
+  std::vector<char> file = readWholeFile(path);
+  if (elf_version(EV_CURRENT) == EV_NONE)
+    FTSIM_PANIC("libelf initialisation failed: {}", elf_errmsg(-1));
+  if (file.size() < EI_NIDENT || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0)
+    fatal("{}: not an ELF file", path);
+  std::unique_ptr<Elf, ElfCloser> elf(elf_memory(file.data(), file.size()));
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+    fatal("{}: not an ELF file ({})", path, elf_errmsg(-1));
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf.get(), &ehdr))
+    fatal("{}: truncated or malformed ELF header ({})", path, elf_errmsg(-1));
+  const int elfClass = gelf_getclass(elf.get());
+  const Arch *arch = archByElf(ehdr.e_machine, static_cast<unsigned>(elfClass));
+  if (!arch)
+    fatal("{}: unsupported machine {} (class {}); ftsim images are x86_64 or ppc32", path,
+          ehdr.e_machine, elfClass);
+  if (ehdr.e_type != ET_EXEC)
+    fatal("{}: not a linked executable image (e_type {}); link objects first", path,
+          ehdr.e_type);
+
+  Image image;
+  image.arch = arch;
+  image.name = path;
+
+  std::size_t phnum = 0;
+  if (elf_getphdrnum(elf.get(), &phnum) != 0)
+    fatal("{}: malformed program header table ({})", path, elf_errmsg(-1));
+  for (std::size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf.get(), static_cast<int>(i), &ph))
+      fatal("{}: program header {} is truncated ({})", path, i, elf_errmsg(-1));
+    if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+      continue;
+    if (ph.p_filesz > ph.p_memsz || ph.p_memsz > kMaxSegmentSize)
+      fatal("{}: segment {} has impossible sizes (filesz {:#x}, memsz {:#x})", path, i,
+            ph.p_filesz, ph.p_memsz);
+    if (ph.p_offset > file.size() || ph.p_filesz > file.size() - ph.p_offset)
+      fatal("{}: segment {} extends past the end of the file (truncated?)", path, i);
+    ImageSegment seg;
+    seg.addr = ph.p_vaddr;
+    seg.executable = (ph.p_flags & PF_X) != 0;
+    seg.writable = (ph.p_flags & PF_W) != 0;
+    seg.name = seg.executable ? "text" : seg.writable ? "data" : "rodata";
+    seg.bytes.assign(ph.p_memsz, 0);
+    std::copy_n(file.data() + ph.p_offset, ph.p_filesz, seg.bytes.begin());
+    image.segments.push_back(std::move(seg));
+  }
+  if (image.segments.empty())
+    fatal("{}: no loadable segments", path);
+  std::sort(image.segments.begin(), image.segments.end(),
+            [](const ImageSegment &a, const ImageSegment &b) { return a.addr < b.addr; });
+  for (std::size_t i = 1; i < image.segments.size(); ++i) {
+    const auto &prev = image.segments[i - 1];
+    if (prev.addr + prev.bytes.size() > image.segments[i].addr)
+      fatal("{}: loadable segments overlap at {:#x}", path, image.segments[i].addr);
+  }
+
+  // Symbols from .symtab.
+  Elf_Scn *scn = nullptr;
+  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh))
+      fatal("{}: malformed section header ({})", path, elf_errmsg(-1));
+    if (sh.sh_type != SHT_SYMTAB)
+      continue;
+    if (sh.sh_entsize == 0 || sh.sh_offset > file.size() || sh.sh_size > file.size() - sh.sh_offset)
+      fatal("{}: symbol table extends past the end of the file (truncated?)", path);
+    Elf_Data *data = elf_getdata(scn, nullptr);
+    if (!data)
+      fatal("{}: unreadable symbol table ({})", path, elf_errmsg(-1));
+    const std::size_t count = sh.sh_size / sh.sh_entsize;
+    for (std::size_t i = 1; i < count; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym))
+        fatal("{}: symbol {} is malformed ({})", path, i, elf_errmsg(-1));
+      const int type = GELF_ST_TYPE(sym.st_info);
+      if (type == STT_SECTION || type == STT_FILE || sym.st_shndx == SHN_UNDEF)
+        continue;
+      const char *name = elf_strptr(elf.get(), sh.sh_link, sym.st_name);
+      if (!name)
+        fatal("{}: symbol {} has a bad name offset", path, i);
+      if (*name == '\0')
+        continue;
+      ImageSymbol s;
+      s.name = name;
+      s.addr = sym.st_value;
+      s.size = sym.st_size;
+      s.function = type == STT_FUNC;
+      s.weak = GELF_ST_BIND(sym.st_info) == STB_WEAK;
+      s.local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
+      image.symbols.push_back(std::move(s));
+    }
+  }
+  std::sort(image.symbols.begin(), image.symbols.end(),
+            [](const ImageSymbol &a, const ImageSymbol &b) {
+              return a.addr != b.addr ? a.addr < b.addr : a.name < b.name;
+            });
+
+  // The __mcount_loc table, delimited by the linker script's symbols (include/asm-generic/
+  // vmlinux.lds.h MCOUNT_REC()).
+  const ImageSymbol *start = image.findSymbol("__start_mcount_loc");
+  const ImageSymbol *stop = image.findSymbol("__stop_mcount_loc");
+  if (start && stop) {
+    const unsigned word = arch->wordSize();
+    if (stop->addr < start->addr || (stop->addr - start->addr) % word != 0)
+      fatal("{}: __start_mcount_loc..__stop_mcount_loc is not a table of {}-byte entries", path,
+            word);
+    const ImageSegment *seg = image.segmentAt(start->addr, stop->addr - start->addr);
+    if (!seg)
+      fatal("{}: __mcount_loc table lies outside the loadable segments", path);
+    for (std::uint64_t a = start->addr; a < stop->addr; a += word)
+      image.mcountLocs.push_back(readWord(*arch, seg->bytes.data() + (a - seg->addr)));
+  } else if (start || stop) {
+    fatal("{}: has only one of __start_mcount_loc / __stop_mcount_loc", path);
+  }
+  for (const char *hook : {"__fentry__", "mcount", "_mcount"})
+    if (const ImageSymbol *s = image.findSymbol(hook); s && arch->isMcountSymbol(hook)) {
+      image.mcountAddr = s->addr;
+      break;
+    }
+  return image;
+}
+
+} // namespace ftsim::arch
