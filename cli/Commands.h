@@ -1,0 +1,25 @@
+#pragma once
+// Each ftsim subcommand registers itself on the app and sets `exitCode` when it runs. Commands are
+// thin: parse, call the libraries, print. User mistakes throw ftsim::FatalError (one line, exit 2).
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace ftsim::cli {
+
+struct CommandResult {
+  int exitCode = 0;
+};
+
+void addMcountCommand(CLI::App &app, CommandResult &result);
+void addProtocolsCommand(CLI::App &app, CommandResult &result);
+
+// The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or
+// the build tree's corpora/ directory this binary was built with.
+std::string guestDir();
+// Resolves --image: a built-in flavour name (x86_64-fentry, x86_64-mcount, ppc32-mcount,
+// ppc32-pfe) or a path to a linked ELF image. Empty `image` selects the architecture's default.
+std::string resolveImagePath(const std::string &arch, const std::string &image);
+
+} // namespace ftsim::cli

@@ -1,0 +1,30 @@
+// ftsim protocols [--arch A]: the patch protocols and what distinguishes each from today's.
+
+#include "Commands.h"
+
+#include "ftsim/arch/Arch.h"
+#include "ftsim/arch/PatchProtocol.h"
+
+#include <fmt/format.h>
+
+namespace ftsim::cli {
+
+void addProtocolsCommand(CLI::App &app, CommandResult &result) {
+  auto *cmd = app.add_subcommand("protocols", "List the patch protocols of each architecture");
+  auto archName = std::make_shared<std::string>();
+  cmd->add_option("--arch", *archName, "x86_64 or ppc32 (default: both)");
+  cmd->callback([archName, &result] {
+    std::vector<const arch::Arch *> archs;
+    if (archName->empty())
+      archs = arch::executableArchs();
+    else
+      archs.push_back(&arch::archByName(*archName));
+    for (const arch::Arch *a : archs)
+      for (const auto &p : arch::protocolsFor(*a))
+        fmt::print("{:<7} {:<17} {}\n", a->name(), p.name,
+                   p.correct ? "today's protocol" : p.difference);
+    result.exitCode = 0;
+  });
+}
+
+} // namespace ftsim::cli

@@ -1,0 +1,44 @@
+// ftsim: verify live kernel code patching (ftrace) on a simulated multi-core machine.
+
+#include "Commands.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+int main(int argc, char **argv) {
+  CLI::App app{"ftsim: a deterministic multi-core simulator and verification suite for live kernel "
+               "code patching in the style of Linux ftrace"};
+  app.name("ftsim");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(FTSIM_VERSION));
+  ftsim::cli::CommandResult result;
+  ftsim::cli::addMcountCommand(app, result);
+  ftsim::cli::addProtocolsCommand(app, result);
+  if (argc > 1 && argv[1][0] != '-' && app.get_subcommand_no_throw(argv[1]) == nullptr) {
+    std::string known;
+    for (const CLI::App *sub : app.get_subcommands({}))
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    std::fprintf(stderr, "ftsim: unknown command '%s' (commands: %s)\n", argv[1], known.c_str());
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    std::fprintf(stderr, "ftsim: %s (see ftsim --help)\n", e.what());
+    return 2;
+  } catch (const ftsim::FatalError &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "ftsim: %s\n", e.what());
+    return 2;
+  }
+  return result.exitCode;
+}
