@@ -1,0 +1,237 @@
+#pragma once
+// Machine's private state. Split in two: State is every value a Snapshot must capture (plain
+// copyable data); the rest (engines, host buffers, hooks, the patcher thread, bindings) lives as
+// long as the Machine.
+
+#include "GuestAbi.h"
+
+#include "ftsim/sim/Machine.h"
+
+#include <unicorn/unicorn.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace ftsim::sim {
+
+struct FreeDeleter {
+  void operator()(std::uint8_t *p) const { std::free(p); }
+};
+using HostBuffer = std::unique_ptr<std::uint8_t, FreeDeleter>;
+
+// Per-byte flags of text.
+enum TextFlag : std::uint8_t {
+  kSiteByte = 1,  // inside a watched patch site
+  kFreedByte = 2, // freed trampoline memory
+  kWritten = 4,   // stored into by the patcher at least once
+};
+
+struct TextRegion {
+  std::uint64_t base = 0;
+  std::uint64_t size = 0;
+  HostBuffer canonical;
+  std::vector<HostBuffer> views;         // one per CPU, mapped into that CPU's engine
+  std::vector<std::uint8_t> flags;       // TextFlag per byte
+  std::vector<std::uint8_t> lineWatched; // per 64-byte line: a site, written text or trampolines
+  bool contains(std::uint64_t a) const { return a - base < size; }
+};
+
+struct DataRegion {
+  std::uint64_t base = 0;
+  std::uint64_t size = 0;
+  HostBuffer memory;
+};
+
+struct Site {
+  std::uint64_t addr = 0;
+  std::uint32_t size = 0;
+  std::vector<arch::Bytes> allowed;
+};
+
+struct TaskRecord {
+  TaskInfo info;
+  std::vector<std::uint8_t> regs; // a uc_context image while not running
+  bool voluntarilyOff = true;     // off-CPU after a voluntary switch (or never run): quiescent
+  std::uint64_t lastQuiescent = 0; // 1 + index of the event of its last quiescent state
+};
+
+struct CpuState {
+  std::uint64_t pc = 0;
+  int current = -1;
+  std::vector<int> runqueue;
+  unsigned runnable = 0;
+  bool ipiPending = false;
+  bool halfFetched = false;
+  std::uint64_t switches = 0;
+  std::set<std::uint64_t> dirtyLines;                    // line model: view lines behind
+  std::map<std::uint64_t, std::vector<std::uint8_t>> history; // stale model: values since sync
+  bool pending() const { return !dirtyLines.empty() || !history.empty(); }
+};
+
+struct State {
+  std::vector<CpuState> cpus;
+  std::vector<TaskRecord> tasks;
+  std::vector<EventRecord> log;
+  std::vector<Decision> decisions;
+  std::vector<Finding> findings;
+  std::vector<std::string> publishNames;
+  std::map<std::uint64_t, Site> sites;
+  std::uint64_t storesDone = 0;
+  std::uint64_t stepped = 0;
+  std::uint64_t moduleNext = 0;
+};
+
+// Per-CPU runtime: the engine and what its hooks report during one uc_emu_start.
+struct CpuRuntime {
+  Machine::Impl *machine = nullptr;
+  unsigned index = 0;
+  uc_engine *uc = nullptr;
+  uc_context *scratch = nullptr;
+  std::vector<uc_hook> hooks;
+  std::set<std::uint64_t> hookedLines; // fast mode: lines with a code hook installed
+  bool freeRunning = false;
+  std::int64_t intno = -1;
+  bool memFault = false;
+  std::uint64_t memFaultAddr = 0;
+  int memFaultType = 0;
+  bool dataSeen = false;
+  std::uint64_t dataAddr = 0;
+  std::uint8_t dataSize = 0;
+  bool dataWrite = false;
+};
+
+class PatcherAborted {};
+
+struct PatcherRuntime {
+  std::thread thread;
+  std::thread::id id;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool patcherTurn = false;
+  bool alive = false;
+  bool abort = false;
+  std::exception_ptr error;
+  PatcherState state = PatcherState::None;
+  std::uint64_t storeAddr = 0;
+  arch::Bytes storeBytes;
+  std::string publishWhat;
+  const std::function<void()> *publishWrite = nullptr;
+  std::uint64_t graceStart = 0;
+  std::vector<std::uint64_t> switchesAtStart;
+};
+
+} // namespace ftsim::sim
+
+namespace ftsim::sim {
+
+class CpuGuestContext;
+
+struct Machine::Impl {
+  Impl(Machine &owner, const arch::Arch &arch, MachineConfig config);
+  ~Impl();
+
+  Machine &self;
+  const arch::Arch &arch;
+  const GuestAbi &abi;
+  MachineConfig config;
+  unsigned maxInsn = 0;
+  std::size_t contextSize = 0;
+
+  State state;
+  std::vector<CpuRuntime> cpus; // sized once: hooks hold pointers into it
+  std::vector<TextRegion> text;
+  std::vector<DataRegion> data;
+  TextRegion *lastText = nullptr;
+
+  std::map<std::uint64_t, GuestHypercall> builtinHypercalls;
+  std::map<std::uint64_t, arch::Hypercall> hypercalls;
+  arch::TrapHandler trapHandler;
+  std::uint64_t exitStub = 0;
+  PatcherRuntime patcher;
+
+  // Memory.
+  void checkFree(std::uint64_t addr, std::uint64_t size) const;
+  void addTextRegion(std::uint64_t addr, std::span<const std::uint8_t> bytes, std::uint64_t minSize);
+  void addDataRegion(std::uint64_t addr, std::uint64_t size, std::span<const std::uint8_t> init);
+  TextRegion *textAt(std::uint64_t addr);
+  const TextRegion *textAt(std::uint64_t addr) const;
+  TextRegion *textRange(std::uint64_t addr, std::uint64_t size);
+  bool lineWatchedAt(std::uint64_t addr);
+  bool needsStep(unsigned cpu, std::uint64_t pc);
+  void watchLines(std::uint64_t addr, std::uint64_t size);
+
+  // Registers and tasks.
+  std::uint64_t readReg(unsigned cpu, int id) const;
+  void writeReg(unsigned cpu, int id, std::uint64_t value);
+  void saveRegs(unsigned cpu, std::vector<std::uint8_t> &out);
+  void loadRegs(unsigned cpu, const std::vector<std::uint8_t> &in);
+  int nextTask(unsigned cpu) const;
+  void switchTo(unsigned cpu, int next);
+  void stopTask(unsigned cpu, TaskState why);
+
+  // Fetch model.
+  void refreshLine(unsigned cpu, std::uint64_t line);
+  void serialise(unsigned cpu);
+  void chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &scheduler);
+  void prepareFetch(unsigned cpu, std::uint64_t pc, bool secondHalf, Scheduler &scheduler);
+  std::uint32_t decide(Scheduler &scheduler, const DecisionPoint &point);
+
+  // Events.
+  bool patcherHoldsCpu(unsigned cpu) const;
+  std::size_t enabledEvents(EventChoice *out);
+  EventKind stepKind(unsigned cpu);
+  EventRecord beginRecord(EventKind kind, unsigned cpu);
+  static void setRecordBytes(EventRecord &rec, const std::uint8_t *bytes, std::size_t n);
+  void addFinding(FindingKind kind, const EventRecord &rec, std::uint64_t pc, std::uint64_t addr,
+                  arch::Bytes bytes, std::string message);
+  arch::Bytes fetchedBytes(unsigned cpu, std::uint64_t pc, std::size_t max) const;
+  void checkWatchedFetch(unsigned cpu, EventRecord &rec, TextRegion &r, std::uint64_t pc,
+                         std::uint8_t flags);
+  void guestFault(unsigned cpu, EventRecord &rec, std::uint64_t pc, std::string message);
+  std::string faultMessage(uc_err err, const CpuRuntime &cpu) const;
+  void handleTrap(unsigned cpu, EventRecord &rec, std::uint64_t pcAfter, std::int64_t intno);
+  void execute(unsigned cpu, EventRecord &rec, std::uint64_t count, Scheduler &scheduler);
+  void applyStore();
+  void executeEvent(const EventChoice &choice, Scheduler &scheduler);
+  void logNote(EventKind kind, std::uint64_t addr, std::uint64_t size);
+  RunResult run(Scheduler &scheduler, std::uint64_t maxEvents);
+
+  // The patcher (Patcher.cpp).
+  bool inPatcher() const;
+  void startPatcher(std::function<void(arch::MachinePort &)> body);
+  void resumePatcher();
+  void yieldToMain();
+  bool waitOver() const;
+  void resumeWaitingPatcher();
+  void abortPatcher();
+  static std::string_view patcherStateName(PatcherState s);
+};
+
+class CpuGuestContext final : public arch::GuestContext {
+public:
+  CpuGuestContext(Machine::Impl &m, unsigned cpu) : m_(m), cpu_(cpu) {}
+  unsigned cpu() const override;
+  int task() const override;
+  std::uint64_t pc() const override;
+  void setPc(std::uint64_t pc) override;
+  std::uint64_t sp() const override;
+  void setSp(std::uint64_t sp) override;
+  std::uint64_t reg(int ucRegId) const override;
+  void setReg(int ucRegId, std::uint64_t value) override;
+  bool readMemory(std::uint64_t addr, std::span<std::uint8_t> out) const override;
+  bool writeMemory(std::uint64_t addr, std::span<const std::uint8_t> bytes) override;
+
+private:
+  Machine::Impl &m_;
+  unsigned cpu_;
+};
+
+void onWatchedCode(uc_engine *uc, std::uint64_t address, std::uint32_t size, void *user);
+
+} // namespace ftsim::sim

@@ -1,0 +1,274 @@
+// The patcher: engine code (straight-line C++ against MachinePort) on a host thread, handing a
+// baton back and forth with run(). Exactly one side runs at a time, so the schedule alone decides
+// everything: the thread is a coroutine with a stack, not concurrency.
+//
+// Each visible action parks the patcher in a PatcherState and yields:
+//   Store / Publish    -> an enabled event; run() resumes the patcher right after executing it;
+//   WaitIpis / WaitRcuTasks / WaitEachCpu -> no event of its own; run() resumes the patcher as
+//                         soon as, after some event, the condition holds (waitOver()).
+
+#include "MachineImpl.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <algorithm>
+
+namespace ftsim::sim {
+
+std::string_view Machine::Impl::patcherStateName(PatcherState s) {
+  switch (s) {
+  case PatcherState::None:
+    return "none";
+  case PatcherState::Store:
+    return "store";
+  case PatcherState::Publish:
+    return "publish";
+  case PatcherState::WaitIpis:
+    return "syncCores";
+  case PatcherState::WaitRcuTasks:
+    return "synchronizeRcuTasks";
+  case PatcherState::WaitEachCpu:
+    return "scheduleOnEachCpu";
+  }
+  FTSIM_PANIC("bad PatcherState {}", static_cast<int>(s));
+}
+
+bool Machine::Impl::inPatcher() const {
+  return patcher.alive && std::this_thread::get_id() == patcher.id;
+}
+
+void Machine::Impl::startPatcher(std::function<void(arch::MachinePort &)> body) {
+  if (patcher.alive)
+    fatal("a patcher is already running");
+  if (patcher.thread.joinable())
+    patcher.thread.join();
+  patcher.alive = true;
+  patcher.abort = false;
+  patcher.error = nullptr;
+  patcher.state = PatcherState::None;
+  patcher.thread = std::thread([this, body = std::move(body)] {
+    {
+      std::unique_lock lock(patcher.mutex);
+      patcher.cv.wait(lock, [&] { return patcher.patcherTurn; });
+    }
+    try {
+      if (!patcher.abort)
+        body(self);
+    } catch (const PatcherAborted &) {
+    } catch (...) {
+      patcher.error = std::current_exception();
+    }
+    std::unique_lock lock(patcher.mutex);
+    patcher.alive = false;
+    patcher.state = PatcherState::None;
+    patcher.patcherTurn = false;
+    patcher.cv.notify_all();
+  });
+  patcher.id = patcher.thread.get_id();
+  resumePatcher();
+}
+
+// Main side: let the patcher run until it parks again or finishes.
+void Machine::Impl::resumePatcher() {
+  {
+    std::unique_lock lock(patcher.mutex);
+    patcher.patcherTurn = true;
+    patcher.cv.notify_all();
+    patcher.cv.wait(lock, [&] { return !patcher.patcherTurn; });
+  }
+  if (!patcher.alive) {
+    patcher.thread.join();
+    if (patcher.error) {
+      std::exception_ptr e = patcher.error;
+      patcher.error = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+}
+
+// Patcher side: park and wait for the baton.
+void Machine::Impl::yieldToMain() {
+  std::unique_lock lock(patcher.mutex);
+  patcher.patcherTurn = false;
+  patcher.cv.notify_all();
+  patcher.cv.wait(lock, [&] { return patcher.patcherTurn; });
+  if (patcher.abort)
+    throw PatcherAborted();
+}
+
+bool Machine::Impl::waitOver() const {
+  switch (patcher.state) {
+  case PatcherState::WaitIpis:
+    return std::none_of(state.cpus.begin(), state.cpus.end(),
+                        [](const CpuState &c) { return c.ipiPending; });
+  case PatcherState::WaitRcuTasks:
+    // RCU-tasks (kernel/rcu/tasks.h): every task that existed at the start has since passed a
+    // voluntary context switch, user mode or idle, or is off-CPU after a voluntary switch, or is
+    // gone. A preempted task holds the grace period: it may be stopped inside a trampoline.
+    for (const TaskRecord &t : state.tasks) {
+      if (t.info.state != TaskState::Runnable || t.lastQuiescent > patcher.graceStart)
+        continue;
+      if (t.voluntarilyOff && state.cpus[t.info.cpu].current != t.info.id)
+        continue;
+      return false;
+    }
+    return true;
+  case PatcherState::WaitEachCpu:
+    // schedule_on_each_cpu(): a work item runs on every CPU once that CPU schedules (or is idle).
+    for (unsigned c = 0; c < config.cpus; ++c)
+      if (c != config.patcherCpu && state.cpus[c].current >= 0 &&
+          state.cpus[c].switches == patcher.switchesAtStart[c])
+        return false;
+    return true;
+  default:
+    return false;
+  }
+}
+
+void Machine::Impl::resumeWaitingPatcher() {
+  while (patcher.alive && waitOver())
+    resumePatcher();
+}
+
+void Machine::Impl::abortPatcher() {
+  if (patcher.alive) {
+    std::unique_lock lock(patcher.mutex);
+    patcher.abort = true;
+    patcher.patcherTurn = true;
+    patcher.cv.notify_all();
+    patcher.cv.wait(lock, [&] { return !patcher.alive; });
+  }
+  if (patcher.thread.joinable())
+    patcher.thread.join();
+  patcher.error = nullptr;
+  patcher.state = PatcherState::None;
+}
+
+// --- Machine: the patcher's interface ------------------------------------------------------------
+
+void Machine::startPatcher(std::function<void(arch::MachinePort &)> body) {
+  impl_->startPatcher(std::move(body));
+}
+
+PatcherState Machine::patcherState() const {
+  return impl_->patcher.alive ? impl_->patcher.state : PatcherState::None;
+}
+
+bool Machine::readText(std::uint64_t addr, std::span<std::uint8_t> out) {
+  TextRegion *r = impl_->textRange(addr, out.size());
+  if (!r)
+    return false;
+  std::copy_n(r->canonical.get() + (addr - r->base), out.size(), out.begin());
+  return true;
+}
+
+bool Machine::writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+  Impl &m = *impl_;
+  if (!m.textRange(addr, bytes.size()))
+    return false;
+  if (!m.inPatcher()) {
+    pokeText(addr, bytes);
+    return true;
+  }
+  for (const StorePiece &p :
+       splitStores(m.config.storeModel, addr, static_cast<std::uint32_t>(bytes.size()))) {
+    m.patcher.storeAddr = addr + p.offset;
+    m.patcher.storeBytes.assign(bytes.begin() + p.offset, bytes.begin() + p.offset + p.size);
+    m.patcher.state = PatcherState::Store;
+    m.yieldToMain();
+  }
+  return true;
+}
+
+void Machine::syncCores() {
+  Impl &m = *impl_;
+  if (!m.inPatcher()) {
+    for (unsigned c = 0; c < m.config.cpus; ++c)
+      m.serialise(c);
+    return;
+  }
+  m.serialise(m.config.patcherCpu); // on_each_cpu() runs do_sync_core locally too
+  bool any = false;
+  for (unsigned c = 0; c < m.config.cpus; ++c)
+    if (c != m.config.patcherCpu) {
+      m.state.cpus[c].ipiPending = true;
+      any = true;
+    }
+  if (!any)
+    return;
+  m.patcher.state = PatcherState::WaitIpis;
+  m.yieldToMain();
+}
+
+std::uint64_t Machine::allocText(std::size_t size, std::uint64_t) {
+  // Trampolines live in the module area (see MachineConfig). `nearAddress` is not honoured: on
+  // powerpc the area is out of direct-branch reach of kernel text on purpose, as in Linux, and the
+  // caller must use long-branch stubs. Memory is never reused, so freed memory stays watched.
+  Impl &m = *impl_;
+  if (size == 0)
+    return 0;
+  const std::uint64_t at = m.state.moduleNext;
+  const std::uint64_t end = m.config.moduleBase + m.config.moduleSize;
+  const std::uint64_t rounded = (size + kLineSize - 1) / kLineSize * kLineSize;
+  if (rounded > end - at)
+    return 0;
+  m.state.moduleNext = at + rounded;
+  m.logNote(EventKind::Alloc, at, size);
+  return at;
+}
+
+void Machine::freeText(std::uint64_t addr, std::size_t size) {
+  Impl &m = *impl_;
+  TextRegion *r = m.textRange(addr, size);
+  if (!r || addr < m.config.moduleBase || addr + size > m.state.moduleNext)
+    FTSIM_PANIC("freeText {:#x}+{} is not allocated trampoline memory", addr, size);
+  arch::Bytes poison(size);
+  for (std::size_t i = 0; i < size; ++i)
+    poison[i] = m.abi.poison[(addr + i - m.config.moduleBase) % m.abi.poison.size()];
+  pokeText(addr, poison);
+  for (std::size_t i = 0; i < size; ++i)
+    r->flags[addr - r->base + i] |= kFreedByte;
+  m.logNote(EventKind::Free, addr, size);
+}
+
+void Machine::synchronizeRcuTasks() {
+  Impl &m = *impl_;
+  if (!m.inPatcher())
+    return;
+  m.patcher.graceStart = m.state.log.size();
+  m.patcher.state = PatcherState::WaitRcuTasks;
+  m.yieldToMain();
+}
+
+void Machine::scheduleOnEachCpu() {
+  Impl &m = *impl_;
+  if (!m.inPatcher())
+    return;
+  m.patcher.switchesAtStart.clear();
+  for (const CpuState &c : m.state.cpus)
+    m.patcher.switchesAtStart.push_back(c.switches);
+  m.patcher.state = PatcherState::WaitEachCpu;
+  m.yieldToMain();
+}
+
+void Machine::publish(std::string_view what, const std::function<void()> &write) {
+  Impl &m = *impl_;
+  if (!m.inPatcher()) {
+    write();
+    return;
+  }
+  m.patcher.publishWhat = std::string(what);
+  m.patcher.publishWrite = &write;
+  m.patcher.state = PatcherState::Publish;
+  m.yieldToMain();
+}
+
+void Machine::setTrapHandler(arch::TrapHandler handler) { impl_->trapHandler = std::move(handler); }
+
+void Machine::setHypercall(std::uint64_t stubAddress, arch::Hypercall callback) {
+  if (!impl_->textAt(stubAddress))
+    fatal("hypercall stub at {:#x} is not in text", stubAddress);
+  impl_->hypercalls[stubAddress] = std::move(callback);
+}
+
+} // namespace ftsim::sim

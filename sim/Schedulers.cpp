@@ -1,0 +1,70 @@
+#include "ftsim/sim/FunctionScheduler.h"
+#include "ftsim/sim/Machine.h"
+#include "ftsim/sim/RandomScheduler.h"
+#include "ftsim/sim/ReplayScheduler.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
+
+#include "ftsim/arch/Error.h"
+
+namespace ftsim::sim {
+
+std::vector<std::uint32_t> choicesOf(std::span<const Decision> schedule) {
+  std::vector<std::uint32_t> out;
+  out.reserve(schedule.size());
+  for (const Decision &d : schedule)
+    out.push_back(d.choice);
+  return out;
+}
+
+std::uint32_t RoundRobinScheduler::decide(const Machine &machine, const DecisionPoint &point) {
+  if (point.kind == DecisionKind::StaleByte)
+    return newestStale_ ? point.options - 1 : 0;
+  // Actors: CPUs 0..n-1, then the patcher (n).
+  const unsigned actors = machine.config().cpus + 1;
+  auto actorOf = [&](const EventChoice &e) -> unsigned {
+    return e.kind == EventKind::Store || e.kind == EventKind::Publish ? actors - 1 : e.cpu;
+  };
+  for (unsigned d = 1; d <= actors; ++d) {
+    unsigned actor = (lastActor_ + d) % actors;
+    int first = -1, preempt = -1;
+    for (std::uint32_t i = 0; i < point.options; ++i) {
+      if (actorOf(point.events[i]) != actor)
+        continue;
+      if (point.events[i].kind == EventKind::Preempt)
+        preempt = static_cast<int>(i);
+      else if (first < 0)
+        first = static_cast<int>(i);
+    }
+    if (first < 0 && preempt < 0)
+      continue;
+    lastActor_ = actor;
+    ++turns_;
+    if (preempt >= 0 && (first < 0 || (preemptEvery_ && turns_ % preemptEvery_ == 0)))
+      return static_cast<std::uint32_t>(preempt);
+    return static_cast<std::uint32_t>(first);
+  }
+  FTSIM_PANIC("round robin found no enabled event among {}", point.options);
+}
+
+std::uint32_t RandomScheduler::decide(const Machine &, const DecisionPoint &point) {
+  return static_cast<std::uint32_t>(rng_() % point.options);
+}
+
+std::uint32_t ReplayScheduler::decide(const Machine &machine, const DecisionPoint &point) {
+  if (next_ >= choices_.size()) {
+    if (then_)
+      return then_->decide(machine, point);
+    fatal("replayed schedule ends after {} decisions, but the run asks for more: it does not fit "
+          "this scenario",
+          choices_.size());
+  }
+  std::uint32_t choice = choices_[next_];
+  if (choice >= point.options)
+    fatal("replayed decision #{} is {}, but only {} options are offered: the schedule does not "
+          "fit this scenario",
+          next_, choice, point.options);
+  ++next_;
+  return choice;
+}
+
+} // namespace ftsim::sim

@@ -1,0 +1,150 @@
+#pragma once
+// The deterministic multi-core machine the patching engine runs against. See sim/README.md for
+// the semantics (events, store and fetch models, tasks, quiescence, traps, fast mode).
+//
+// Memory. Text pages have one canonical copy (what the patcher reads and stores into) and one
+// instruction view per CPU (what that CPU's Unicorn engine fetches from, mapped read+exec with
+// uc_mem_map_ptr); the fetch model is the rule for when canonical bytes reach each view. Data
+// pages (guest data, stacks) are one host buffer mapped read+write into every engine: data memory
+// is sequentially consistent. The guest never writes text (a write is a guest fault).
+//
+// Driving it. Build a scenario (mapText/mapData, bindHypercall, addTask, watchSite), optionally
+// startPatcher(body), then run(scheduler). The patcher body is straight-line engine code calling
+// the MachinePort methods; it runs on a host thread under a strict baton (exactly one of run()
+// and the body executes at any time), and each of its visible actions waits until the scheduler
+// picks the corresponding event.
+
+#include "ftsim/arch/Arch.h"
+#include "ftsim/arch/MachinePort.h"
+#include "ftsim/sim/Event.h"
+#include "ftsim/sim/Finding.h"
+#include "ftsim/sim/MachineConfig.h"
+#include "ftsim/sim/Scheduler.h"
+#include "ftsim/sim/Snapshot.h"
+#include "ftsim/sim/Task.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ftsim::sim {
+
+// The built-in hypercalls of the guest conventions (stubs `ftsim_hc_<name>`: a trap then a return).
+enum class GuestHypercall : std::uint8_t {
+  Schedule, // voluntary context switch: quiescent for RCU-tasks
+  Idle,     // the task idles: quiescent, and it yields the CPU
+  User,     // the task enters and leaves user mode: quiescent
+  Exit,     // the task finished; its result is in rax / r3
+};
+
+// Where the patcher is.
+enum class PatcherState : std::uint8_t {
+  None,          // never started, or finished
+  Store,         // waiting for its next atomic store to be scheduled
+  Publish,       // waiting for its publication to be scheduled
+  WaitIpis,      // in syncCores(), waiting for CPUs to take the IPI (its CPU spins)
+  WaitRcuTasks,  // in synchronizeRcuTasks() (sleeping: its CPU runs tasks)
+  WaitEachCpu,   // in scheduleOnEachCpu() (sleeping: its CPU runs tasks)
+};
+
+struct RunResult {
+  enum class Status : std::uint8_t {
+    Completed,  // no event enabled: tasks done (exited or faulted), patcher finished
+    Deadlock,   // the patcher waits for something no enabled event can bring (a Finding too)
+    EventLimit, // maxEvents reached
+  };
+  Status status = Status::Completed;
+  std::uint64_t events = 0; // executed by this call
+};
+
+class Machine final : public arch::MachinePort {
+public:
+  // FatalError when the ISA is not executable or the configuration is out of range.
+  Machine(const arch::Arch &arch, MachineConfig config = {});
+  ~Machine() override;
+  Machine(const Machine &) = delete;
+  Machine &operator=(const Machine &) = delete;
+
+  const arch::Arch &arch() const;
+  const MachineConfig &config() const;
+
+  // --- Building a scenario (before run) ------------------------------------------------------------
+  // Text (e.g. kernel .text): `bytes` at `addr`, padded to whole pages with the ISA's poison
+  // (x86 ud2, powerpc 0). FatalError when not page aligned or overlapping another mapping.
+  void mapText(std::uint64_t addr, std::span<const std::uint8_t> bytes);
+  // Data (read+write, shared by all CPUs): `size` bytes (rounded up to pages), initialised from
+  // `init` (zero past it).
+  void mapData(std::uint64_t addr, std::uint64_t size, std::span<const std::uint8_t> init = {});
+  // Bind one of the guest's built-in hypercall stubs (ftsim_hc_<name>) at `stubAddress`.
+  void bindHypercall(GuestHypercall which, std::uint64_t stubAddress);
+  // A task on spec.cpu starting at spec.entry(spec.arg) with a fresh stack and the Exit stub as
+  // return address. Returns its id. FatalError without a bound Exit stub or when out of tasks.
+  int addTask(const TaskSpec &spec);
+  // Watch a patch site: every fetch at an address inside it is recorded with the bytes the CPU
+  // fetched, and the site's lines become visible in every mode. With `allowedStates`, a fetch
+  // that starts inside the site, or sees bytes that are none of the states and do not begin with
+  // the ISA's trap, is a TornFetch finding.
+  void watchSite(std::uint64_t addr, std::uint32_t size, std::vector<arch::Bytes> allowedStates = {});
+  // Record accesses to guest data in [addr, addr+size) as event footprints (and end fast-mode
+  // runs after such an access).
+  void watchData(std::uint64_t addr, std::uint32_t size);
+  // Write text immediately into canonical memory and every view: boot-time patching, or
+  // trampoline code written before anyone can fetch it. Not an event.
+  void pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes);
+
+  // --- The patcher --------------------------------------------------------------------------------
+  // Start `body` as the patcher on config().patcherCpu. It runs (host code, no events) until its
+  // first visible action. Exceptions it throws are rethrown by run(). One patcher at a time.
+  void startPatcher(std::function<void(arch::MachinePort &)> body);
+  PatcherState patcherState() const;
+  bool patcherActive() const { return patcherState() != PatcherState::None; }
+  std::uint64_t storesDone() const; // atomic stores performed since construction/restore
+
+  // --- Running ------------------------------------------------------------------------------------
+  RunResult run(Scheduler &scheduler, std::uint64_t maxEvents = UINT64_MAX);
+
+  // --- Observing ----------------------------------------------------------------------------------
+  std::span<const EventRecord> events() const;
+  std::string logText() const; // every event (formatEvent) then every finding, one per line
+  std::span<const Decision> schedule() const;
+  std::span<const Finding> findings() const;
+  std::string_view publishName(std::uint64_t id) const; // of a Publish event's detail
+  std::size_t taskCount() const;
+  TaskInfo task(int id) const;
+  int currentTask(unsigned cpu) const; // -1: idle
+  std::uint64_t pc(unsigned cpu) const;
+  std::uint64_t reg(unsigned cpu, int ucRegId) const;
+  std::uint64_t steppedInstructions() const; // instructions executed by Step events
+  // What `cpu` would fetch now from its instruction view (not a fetch: no event, no decision).
+  arch::Bytes viewBytes(unsigned cpu, std::uint64_t addr, std::size_t size) const;
+
+  // --- Snapshots ----------------------------------------------------------------------------------
+  // Both require no active patcher (its host stack cannot be saved). restore() rewrites views and
+  // removes translated code only for the lines that differ.
+  Snapshot snapshot() const;
+  void restore(const Snapshot &snapshot);
+
+  // --- arch::MachinePort (the patcher's interface; see MachinePort.h) -----------------------------
+  // Called from outside a patcher body: writeText is pokeText, syncCores serialises every CPU at
+  // once, the waits return at once (boot time: nothing runs).
+  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override;
+  bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override;
+  void syncCores() override;
+  std::uint64_t allocText(std::size_t size, std::uint64_t nearAddress) override;
+  void freeText(std::uint64_t addr, std::size_t size) override;
+  void synchronizeRcuTasks() override;
+  void scheduleOnEachCpu() override;
+  void publish(std::string_view what, const std::function<void()> &write) override;
+  void setTrapHandler(arch::TrapHandler handler) override;
+  void setHypercall(std::uint64_t stubAddress, arch::Hypercall callback) override;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ftsim::sim

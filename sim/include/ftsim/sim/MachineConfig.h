@@ -1,0 +1,30 @@
+#pragma once
+// The configuration of a Machine, fixed at construction.
+
+#include "ftsim/sim/Models.h"
+
+#include <cstdint>
+
+namespace ftsim::sim {
+
+struct MachineConfig {
+  unsigned cpus = 2; // 1..8
+  StoreModel storeModel = StoreModel::Word;
+  FetchModel fetchModel = FetchModel::Atomic;
+  unsigned patcherCpu = 0; // the CPU the patcher runs on
+  bool preemption = true;  // offer timer preemption events
+  // 1: every instruction is an event (instruction-granular interleaving). >1: fast mode, a CPU
+  // whose next instruction is not watched runs up to `quantum` instructions as one Run event,
+  // stopping before watched text (patch sites, text the patcher wrote, trampoline memory).
+  unsigned quantum = 1;
+  // Trampoline memory for allocText and task stacks; 0 picks the ISA's default (x86-64:
+  // MODULES_VADDR 0xffffffffa0000000, stacks at 0xffffffffc0000000; ppc32: 0xb0000000, stacks at
+  // 0xd0000000).
+  std::uint64_t moduleBase = 0;
+  std::uint64_t moduleSize = 1 << 20;
+  std::uint64_t stackBase = 0;
+  std::uint64_t stackSize = 16 << 10; // per task
+  unsigned maxTasks = 64;
+};
+
+} // namespace ftsim::sim

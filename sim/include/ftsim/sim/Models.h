@@ -1,0 +1,45 @@
+#pragma once
+// The memory models of the machine: how the patcher's multi-byte writes split into atomic stores
+// (StoreModel) and what a CPU reads when it fetches an instruction while text is being modified
+// (FetchModel). See sim/README.md, "Semantics", for the exact rules and the reasons.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace ftsim::sim {
+
+// How one writeText() splits into atomic stores; each store is one scheduled event.
+enum class StoreModel : std::uint8_t {
+  Byte, // every byte is its own store
+  Word, // naturally aligned 8/4/2-byte pieces, greedily; nothing crosses an 8-byte boundary
+  Line, // everything inside one 64-byte line is one store
+};
+
+// When a store into text becomes visible to the instruction fetch of a CPU other than the writer.
+enum class FetchModel : std::uint8_t {
+  Atomic, // at the store, on every CPU; a fetch reads all its bytes at one instant
+  Line,   // each 64-byte line an instruction touches is read at its own instant (its own event
+          // when the instruction may straddle two lines of watched text)
+  Stale,  // per CPU and byte, any value the byte has held since the CPU last serialised; which
+          // one is a scheduler decision (the sound over-approximation)
+};
+
+constexpr std::uint64_t kLineSize = 64;
+
+std::string_view storeModelName(StoreModel model);
+std::string_view fetchModelName(FetchModel model);
+// FatalError naming the known models when `name` is not one.
+StoreModel parseStoreModel(std::string_view name);
+FetchModel parseFetchModel(std::string_view name);
+
+// One atomic store of a split write: `offset` bytes into the write, `size` bytes long.
+struct StorePiece {
+  std::uint32_t offset;
+  std::uint32_t size;
+};
+
+// The atomic stores `model` makes of a write of `size` bytes at `addr`, in program order.
+std::vector<StorePiece> splitStores(StoreModel model, std::uint64_t addr, std::uint32_t size);
+
+} // namespace ftsim::sim
