@@ -120,7 +120,8 @@ void ElfRelocatable::checkHeader() {
   if (!gelf_getehdr(elf_, &ehdr_))
     fail("bad ELF header: {}", elf_errmsg(-1));
   if (ehdr_.e_type != ET_REL)
-    fail("not a relocatable object ({}); recordmcount works on .o files", elfTypeName(ehdr_.e_type));
+    fail("not a relocatable object ({}); recordmcount works on .o files",
+         elfTypeName(ehdr_.e_type));
 
   arch_ = archByElf(ehdr_.e_machine, elfClass);
   if (!arch_) {
@@ -137,6 +138,22 @@ void ElfRelocatable::checkHeader() {
   if (byteOrder != wanted)
     fail("wrong byte order for {}: {}-endian", arch_->name(),
          byteOrder == ELFDATA2MSB ? "big" : "little");
+}
+
+std::size_t ElfRelocatable::tableEntrySize(unsigned type) const {
+  switch (type) {
+  case SHT_SYMTAB:
+    return gelf_fsize(elf_, ELF_T_SYM, 1, EV_CURRENT);
+  case SHT_RELA:
+    return gelf_fsize(elf_, ELF_T_RELA, 1, EV_CURRENT);
+  case SHT_REL:
+    return gelf_fsize(elf_, ELF_T_REL, 1, EV_CURRENT);
+  case SHT_GROUP:
+  case SHT_SYMTAB_SHNDX:
+    return sizeof(Elf32_Word);
+  default:
+    return 0;
+  }
 }
 
 void ElfRelocatable::readSections() {
@@ -161,6 +178,13 @@ void ElfRelocatable::readSections() {
         (s.shdr.sh_offset > size || size - s.shdr.sh_offset < s.shdr.sh_size))
       fail("section {} (offset {:#x}, size {:#x}) extends past the end of the file ({} bytes)", i,
            s.shdr.sh_offset, s.shdr.sh_size, size);
+    // The gABI requires a power of two; libelf would refuse to write the object back.
+    if (s.shdr.sh_addralign > 1 && (s.shdr.sh_addralign & (s.shdr.sh_addralign - 1)) != 0)
+      fail("section {}: sh_addralign {} is not a power of two", i, s.shdr.sh_addralign);
+    if (const std::size_t entsize = tableEntrySize(s.shdr.sh_type);
+        entsize != 0 && (s.shdr.sh_entsize != entsize || s.shdr.sh_size % entsize != 0))
+      fail("section {}: sh_entsize {} or sh_size {:#x} does not fit {}-byte entries", i,
+           s.shdr.sh_entsize, s.shdr.sh_size, entsize);
     const bool linksSection = s.shdr.sh_type == SHT_REL || s.shdr.sh_type == SHT_RELA ||
                               s.shdr.sh_type == SHT_SYMTAB || s.shdr.sh_type == SHT_GROUP ||
                               s.shdr.sh_type == SHT_SYMTAB_SHNDX;
@@ -168,8 +192,8 @@ void ElfRelocatable::readSections() {
       fail("section {}: sh_link {} out of range ({} sections)", i, s.shdr.sh_link, count);
     if ((s.shdr.sh_type == SHT_REL || s.shdr.sh_type == SHT_RELA) &&
         (s.shdr.sh_info == 0 || s.shdr.sh_info >= count))
-      fail("relocation section {}: target section {} out of range ({} sections)", i,
-           s.shdr.sh_info, count);
+      fail("relocation section {}: target section {} out of range ({} sections)", i, s.shdr.sh_info,
+           count);
   }
   if (sections_[shstrndx_].shdr.sh_type != SHT_STRTAB)
     fail("section name table (section {}) is not SHT_STRTAB", shstrndx_);
@@ -218,8 +242,7 @@ void ElfRelocatable::readSymbols() {
       fail("cannot read symbol {}: {}", i, elf_errmsg(-1));
     s.shndx = s.sym.st_shndx == SHN_XINDEX ? extended : s.sym.st_shndx;
     if (s.inSection() && s.shndx >= sections_.size())
-      fail("symbol {}: section index {} out of range ({} sections)", i, s.shndx,
-           sections_.size());
+      fail("symbol {}: section index {} out of range ({} sections)", i, s.shndx, sections_.size());
     const char *name = elf_strptr(elf_, symhdr.sh_link, s.sym.st_name);
     if (!name)
       fail("symbol {}: name offset {:#x} outside the string table", i, s.sym.st_name);
@@ -299,12 +322,12 @@ std::vector<ElfRelocatable::Relocation> ElfRelocatable::relocations(std::size_t 
   return out;
 }
 
-ElfRelocatable::Location ElfRelocatable::locate(std::size_t section,
-                                                std::uint64_t offset) const {
+ElfRelocatable::Location ElfRelocatable::locate(std::size_t section, std::uint64_t offset) const {
   const std::vector<std::size_t> &list = bySection_.at(section);
-  auto end = std::upper_bound(list.begin(), list.end(), offset, [&](std::uint64_t off, std::size_t i) {
-    return off < symbols_[i].sym.st_value;
-  });
+  auto end =
+      std::upper_bound(list.begin(), list.end(), offset, [&](std::uint64_t off, std::size_t i) {
+        return off < symbols_[i].sym.st_value;
+      });
   if (end == list.begin())
     return {sections_[section].name, offset};
   // Walk back from the last symbol at or below `offset`. Within one address the list is sorted best

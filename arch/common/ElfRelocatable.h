@@ -30,7 +30,7 @@ public:
   struct Relocation {
     std::uint64_t offset;
     std::uint32_t type;
-    std::size_t symbol; // index into symbols()
+    std::size_t symbol;  // index into symbols()
     std::int64_t addend; // r_addend, or the implicit addend read from the target for SHT_REL
   };
   struct Section {
@@ -81,6 +81,8 @@ private:
   void checkHeader();
   void readSections();
   void readSymbols();
+  // The entry size the gABI fixes for a table section type; 0 for other types.
+  std::size_t tableEntrySize(unsigned type) const;
 
   std::string path_;
   std::vector<std::uint8_t> bytes_;

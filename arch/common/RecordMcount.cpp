@@ -104,8 +104,12 @@ Base chooseBase(const ElfRelocatable &obj, std::size_t section) {
 McountSite describeSite(const ElfRelocatable &obj, SectionOffset site, std::string baseSymbol,
                         std::int64_t addend) {
   const auto where = obj.locate(site.section, site.offset);
-  return {obj.sections()[site.section].name, site.offset, where.symbol, where.offset,
-          std::move(baseSymbol), addend};
+  return {obj.sections()[site.section].name,
+          site.offset,
+          where.symbol,
+          where.offset,
+          std::move(baseSymbol),
+          addend};
 }
 
 std::uint64_t readWord(const ElfRelocatable &obj, const GElf_Shdr &shdr, std::uint64_t offset) {
@@ -270,11 +274,12 @@ void writeWithMcountLoc(const ElfRelocatable &obj, const std::vector<SectionOffs
   OutputFile out(outPath);
   Elf *elf = elf_begin(out.fd(), ELF_C_WRITE, nullptr);
   if (!elf)
-    fatal("{}: libelf cannot start writing: {}", outPath, elf_errmsg(-1));
+    obj.fail("libelf cannot start writing {}: {}", outPath, elf_errmsg(-1));
   out.adopt(elf);
+  // libelf refuses to write some inconsistencies the reader tolerated; they are the input's.
   auto check = [&](bool ok, std::string_view what) {
     if (!ok)
-      fatal("{}: cannot write {}: {}", outPath, what, elf_errmsg(-1));
+      obj.fail("cannot write {} to {}: {}", what, outPath, elf_errmsg(-1));
   };
 
   const int elfClass = arch.elfClass() == ELFCLASS64 ? ELFCLASS64 : ELFCLASS32;
@@ -390,8 +395,8 @@ void writeWithMcountLoc(const ElfRelocatable &obj, const std::vector<SectionOffs
     if (base.symbol) {
       symbol = renumber(*base.symbol);
     } else {
-      const auto at = std::find(addedSectionSymbols.begin(), addedSectionSymbols.end(),
-                                site.section);
+      const auto at =
+          std::find(addedSectionSymbols.begin(), addedSectionSymbols.end(), site.section);
       symbol = firstGlobal + static_cast<std::size_t>(at - addedSectionSymbols.begin());
     }
     const std::uint64_t offset = k * word;
@@ -436,8 +441,8 @@ std::vector<McountSite> findMcountSites(const std::string &objectPath) {
       bases[site.section] = chooseBase(obj, site.section);
     const Base &base = bases[site.section];
     // Without a usable symbol, recordMcount adds the section symbol: name the section.
-    std::string baseName = base.symbol ? obj.symbols()[*base.symbol].name
-                                       : obj.sections()[site.section].name;
+    std::string baseName =
+        base.symbol ? obj.symbols()[*base.symbol].name : obj.sections()[site.section].name;
     out.push_back(describeSite(obj, site, std::move(baseName),
                                static_cast<std::int64_t>(site.offset - base.value)));
   }

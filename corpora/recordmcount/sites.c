@@ -31,3 +31,14 @@ int _cond_resched(int x) {
     report_bug(x);
   return helper(x) + yield(x);
 }
+
+/* The only symbol of its section is weak: recordmcount.c find_secsym_ndx() gives up ("Cannot find
+ * symbol for section") unless gas emitted a section symbol; ours adds one. strong.c overrides it,
+ * so a table based on the weak symbol would point into the override. */
+__attribute__((section(".text.weak_only"), weak, __noinline__)) int weak_only(int x) { return x - 1; }
+
+/* The only symbol of its section is local and nothing refers to the section: the local symbol is
+ * the base. */
+static __attribute__((section(".text.static_only"), used, __noinline__)) int static_only(int x) {
+  return x ^ 5;
+}

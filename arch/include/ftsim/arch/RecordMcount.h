@@ -17,9 +17,9 @@ namespace ftsim::arch {
 
 // One profiling call site (or, for -fpatchable-function-entry objects, one patchable entry).
 struct McountSite {
-  std::string section;         // section holding the site: ".text", ".init.text", ...
-  std::uint64_t offset = 0;    // first byte of the call instruction within `section`
-  std::string function;        // containing function symbol (the section name if none)
+  std::string section;              // section holding the site: ".text", ".init.text", ...
+  std::uint64_t offset = 0;         // first byte of the call instruction within `section`
+  std::string function;             // containing function symbol (the section name if none)
   std::uint64_t functionOffset = 0; // offset of the site from `function`'s start
   // How the site is (or would be) recorded: the relocation's symbol and addend. For a section
   // symbol, baseSymbol is the section's name.
