@@ -671,7 +671,10 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
     rec.dataWrite = rt.dataWrite;
   }
   if (err != UC_ERR_OK) {
-    guestFault(cpu, rec, count == 1 ? pc : after, faultMessage(err, rt));
+    // A failed fetch faults at the address fetched (a jump or return into unmapped text), any
+    // other fault at the instruction.
+    const bool fetch = err == UC_ERR_FETCH_UNMAPPED || err == UC_ERR_FETCH_PROT;
+    guestFault(cpu, rec, fetch ? rt.memFaultAddr : count == 1 ? pc : after, faultMessage(err, rt));
   } else if (rt.intno >= 0) {
     handleTrap(cpu, rec, after, rt.intno);
   } else if (count == 1 && after == pc) {
