@@ -496,11 +496,20 @@ arch::Bytes Machine::Impl::fetchedBytes(unsigned cpu, std::uint64_t pc, std::siz
   return out;
 }
 
+// The first instruction `cpu` fetches at `pc` (all maxInsn bytes when they do not decode).
+arch::Bytes Machine::Impl::firstInstruction(unsigned cpu, std::uint64_t pc) const {
+  arch::Bytes bytes = fetchedBytes(cpu, pc, maxInsn);
+  auto insns = arch.disassemble(bytes, pc);
+  if (!insns.empty())
+    bytes.resize(insns.front().size);
+  return bytes;
+}
+
 // Site and trampoline checks of a fetch at `pc` (only for bytes flagged kSiteByte/kFreedByte).
 void Machine::Impl::checkWatchedFetch(unsigned cpu, EventRecord &rec, TextRegion &r,
                                       std::uint64_t pc, std::uint8_t flags) {
   if (flags & kFreedByte)
-    addFinding(FindingKind::TrampolineLifetime, rec, pc, pc, fetchedBytes(cpu, pc, maxInsn),
+    addFinding(FindingKind::TrampolineLifetime, rec, pc, pc, firstInstruction(cpu, pc),
                fmt::format("fetch from freed trampoline memory at {:#x}", pc));
   if (!(flags & kSiteByte))
     return;
@@ -537,11 +546,7 @@ void Machine::Impl::stopTask(unsigned cpu, TaskState why) {
 
 void Machine::Impl::guestFault(unsigned cpu, EventRecord &rec, std::uint64_t pc,
                                std::string message) {
-  arch::Bytes bytes = fetchedBytes(cpu, pc, maxInsn);
-  // Keep the first instruction only (what faulted), or everything when it does not decode.
-  auto insns = arch.disassemble(bytes, pc);
-  if (!insns.empty())
-    bytes.resize(insns.front().size);
+  arch::Bytes bytes = firstInstruction(cpu, pc);
   addFinding(FindingKind::GuestFault, rec, pc, cpus[cpu].memFaultAddr, std::move(bytes),
              std::move(message));
   rec.outcome = StepOutcome::Fault;

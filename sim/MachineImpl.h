@@ -191,6 +191,7 @@ struct Machine::Impl {
   void addFinding(FindingKind kind, const EventRecord &rec, std::uint64_t pc, std::uint64_t addr,
                   arch::Bytes bytes, std::string message);
   arch::Bytes fetchedBytes(unsigned cpu, std::uint64_t pc, std::size_t max) const;
+  arch::Bytes firstInstruction(unsigned cpu, std::uint64_t pc) const;
   void checkWatchedFetch(unsigned cpu, EventRecord &rec, TextRegion &r, std::uint64_t pc,
                          std::uint8_t flags);
   void guestFault(unsigned cpu, EventRecord &rec, std::uint64_t pc, std::string message);
