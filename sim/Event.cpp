@@ -87,8 +87,7 @@ std::string formatEvent(const EventRecord &e) {
   if (e.fetchSize)
     out += fmt::format(" fetch {:#x}[{}]", e.fetchAddr, arch::hexBytes(bytes));
   if (e.dataSize)
-    out += fmt::format(" data-{} {:#x}+{}", e.dataWrite ? "write" : "read", e.dataAddr,
-                       e.dataSize);
+    out += fmt::format(" data-{} {:#x}+{}", e.dataWrite ? "write" : "read", e.dataAddr, e.dataSize);
   if (e.outcome != StepOutcome::None) {
     out += fmt::format(" {}", stepOutcomeName(e.outcome));
     if (e.outcome == StepOutcome::Exit || e.outcome == StepOutcome::TrapHandled ||
@@ -113,8 +112,8 @@ std::string_view findingKindName(FindingKind kind) {
 }
 
 std::string formatFinding(const Finding &f) {
-  std::string out = fmt::format("{} at event #{} cpu{} task{} pc={:#x}: {}", findingKindName(f.kind),
-                                f.event, f.cpu, f.task, f.pc, f.message);
+  std::string out = fmt::format("{} at event #{} cpu{} task{} pc={:#x}: {}",
+                                findingKindName(f.kind), f.event, f.cpu, f.task, f.pc, f.message);
   if (!f.bytes.empty())
     out += fmt::format(" [{}] = {}", arch::hexBytes(f.bytes), f.decoded);
   return out;

@@ -19,8 +19,8 @@ bool x86Serialising(const std::uint8_t *b) {
 }
 
 bool ppcSerialising(const std::uint8_t *b) {
-  std::uint32_t word = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
-                       (std::uint32_t{b[2]} << 8) | b[3];
+  std::uint32_t word =
+      (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
   // isync and rfi are context synchronising (Power ISA book II 1.7, book III 1.5).
   return word == 0x4c00012c || word == 0x4c000064;
 }

@@ -100,8 +100,8 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
     CpuRuntime &cpu = cpus[i];
     cpu.machine = this;
     cpu.index = i;
-    check(uc_open(static_cast<uc_arch>(arch.unicornArch()), static_cast<uc_mode>(arch.unicornMode()),
-                  &cpu.uc),
+    check(uc_open(static_cast<uc_arch>(arch.unicornArch()),
+                  static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
           "uc_open");
     check(uc_context_alloc(cpu.uc, &cpu.scratch), "uc_context_alloc");
     uc_hook h;
@@ -120,7 +120,8 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
     for (CpuRuntime &cpu : cpus) {
       uc_hook h;
       check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onWatchedCode), &cpu,
-                        config.moduleBase - (maxInsn - 1), config.moduleBase + config.moduleSize - 1),
+                        config.moduleBase - (maxInsn - 1),
+                        config.moduleBase + config.moduleSize - 1),
             "uc_hook_add(CODE)");
     }
   state.moduleNext = config.moduleBase;
@@ -1015,9 +1016,7 @@ TaskInfo Machine::task(int id) const {
 
 int Machine::currentTask(unsigned cpu) const { return impl_->state.cpus.at(cpu).current; }
 std::uint64_t Machine::pc(unsigned cpu) const { return impl_->state.cpus.at(cpu).pc; }
-std::uint64_t Machine::reg(unsigned cpu, int ucRegId) const {
-  return impl_->readReg(cpu, ucRegId);
-}
+std::uint64_t Machine::reg(unsigned cpu, int ucRegId) const { return impl_->readReg(cpu, ucRegId); }
 std::uint64_t Machine::steppedInstructions() const { return impl_->state.stepped; }
 std::uint64_t Machine::storesDone() const { return impl_->state.storesDone; }
 

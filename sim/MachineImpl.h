@@ -56,8 +56,8 @@ struct Site {
 
 struct TaskRecord {
   TaskInfo info;
-  std::vector<std::uint8_t> regs; // a uc_context image while not running
-  bool voluntarilyOff = true;     // off-CPU after a voluntary switch (or never run): quiescent
+  std::vector<std::uint8_t> regs;  // a uc_context image while not running
+  bool voluntarilyOff = true;      // off-CPU after a voluntary switch (or never run): quiescent
   std::uint64_t lastQuiescent = 0; // 1 + index of the event of its last quiescent state
 };
 
@@ -69,7 +69,7 @@ struct CpuState {
   bool ipiPending = false;
   bool halfFetched = false;
   std::uint64_t switches = 0;
-  std::set<std::uint64_t> dirtyLines;                    // line model: view lines behind
+  std::set<std::uint64_t> dirtyLines;                         // line model: view lines behind
   std::map<std::uint64_t, std::vector<std::uint8_t>> history; // stale model: values since sync
   bool pending() const { return !dirtyLines.empty() || !history.empty(); }
 };
@@ -157,7 +157,8 @@ struct Machine::Impl {
 
   // Memory.
   void checkFree(std::uint64_t addr, std::uint64_t size) const;
-  void addTextRegion(std::uint64_t addr, std::span<const std::uint8_t> bytes, std::uint64_t minSize);
+  void addTextRegion(std::uint64_t addr, std::span<const std::uint8_t> bytes,
+                     std::uint64_t minSize);
   void addDataRegion(std::uint64_t addr, std::uint64_t size, std::span<const std::uint8_t> init);
   TextRegion *textAt(std::uint64_t addr);
   const TextRegion *textAt(std::uint64_t addr) const;

@@ -65,8 +65,7 @@ std::vector<StorePiece> splitStores(StoreModel model, std::uint64_t addr, std::u
       }
       break;
     case StoreModel::Line:
-      piece = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(left, kLineSize - at % kLineSize));
+      piece = static_cast<std::uint32_t>(std::min<std::uint64_t>(left, kLineSize - at % kLineSize));
       break;
     }
     pieces.push_back({done, piece});

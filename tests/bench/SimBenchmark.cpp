@@ -13,8 +13,8 @@
 #include <unicorn/unicorn.h>
 
 #include <cstdlib>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 namespace {

@@ -71,7 +71,9 @@ const EventRecord *siteFetch(const Machine &m, std::uint64_t site) {
   return nullptr;
 }
 
-arch::Bytes fetchedBytes(const EventRecord &e) { return arch::Bytes(e.bytes, e.bytes + e.byteCount); }
+arch::Bytes fetchedBytes(const EventRecord &e) {
+  return arch::Bytes(e.bytes, e.bytes + e.byteCount);
+}
 
 const Finding *findingOf(const Machine &m, FindingKind kind) {
   for (const Finding &f : m.findings())
@@ -267,9 +269,9 @@ TEST(TornFetch, StaleFetchWithoutSyncCanSeeTheSlideBytes) {
   std::sort(o.fetched.begin(), o.fetched.end());
   EXPECT_EQ(std::unique(o.fetched.begin(), o.fetched.end()), o.fetched.end());
   EXPECT_GT(o.torn, 0u);
-  EXPECT_NE(std::find(o.fetched.begin(), o.fetched.end(),
-                      arch::Bytes{0x0f, 0x1f, 0x2e, 0x00, 0x00}),
-            o.fetched.end());
+  EXPECT_NE(
+      std::find(o.fetched.begin(), o.fetched.end(), arch::Bytes{0x0f, 0x1f, 0x2e, 0x00, 0x00}),
+      o.fetched.end());
 }
 
 TEST(TornFetch, StaleFetchAfterSyncCannotTear) {

@@ -20,8 +20,8 @@ struct X86Scenario {
   static constexpr std::uint64_t kWorker = kText + 0x40;
   static constexpr unsigned kIterations = 8;
 
-  std::uint64_t schedule = 0;    // push %rbp; mov %rsp,%rbp; <site>; pop %rbp; ret
-  std::uint64_t site = 0;        // schedule + 4
+  std::uint64_t schedule = 0;     // push %rbp; mov %rsp,%rbp; <site>; pop %rbp; ret
+  std::uint64_t site = 0;         // schedule + 4
   std::uint64_t ftraceCaller = 0; // the target of the slide's call: e8 37 2e 00 00 at `site`
   std::vector<std::uint8_t> text;
 
@@ -38,9 +38,9 @@ struct X86Scenario {
     };
     auto rel32 = [](std::uint64_t from, std::uint64_t to) {
       auto r = static_cast<std::uint32_t>(to - from);
-      return std::vector<std::uint8_t>{static_cast<std::uint8_t>(r), static_cast<std::uint8_t>(r >> 8),
-                                       static_cast<std::uint8_t>(r >> 16),
-                                       static_cast<std::uint8_t>(r >> 24)};
+      return std::vector<std::uint8_t>{
+          static_cast<std::uint8_t>(r), static_cast<std::uint8_t>(r >> 8),
+          static_cast<std::uint8_t>(r >> 16), static_cast<std::uint8_t>(r >> 24)};
     };
     for (std::uint64_t stub : {kHcSchedule, kHcIdle, kHcUser, kHcExit})
       put(stub, {0xcc, 0xc3});

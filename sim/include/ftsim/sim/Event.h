@@ -27,15 +27,15 @@ enum class EventKind : std::uint8_t {
 // What an executed Step/Run led to, besides the instruction itself.
 enum class StepOutcome : std::uint8_t {
   None,
-  TrapHandled,   // the installed TrapHandler emulated a trap (an exception return: serialises)
-  Hypercall,     // a host callback bound with setHypercall ran
-  Schedule,      // ftsim_hc_schedule: voluntary context switch (quiescent)
-  Idle,          // ftsim_hc_idle: the task idles (quiescent)
-  User,          // ftsim_hc_user: the task went to user mode and back (quiescent)
-  Exit,          // ftsim_hc_exit: the task finished; detail = its result
-  Serialised,    // the instruction itself serialises (cpuid, iret, isync)
-  Fault,         // a guest fault: see the machine's findings
-  WatchedStop,   // fast mode: a Run stopped before watched code or after a watched data access
+  TrapHandled, // the installed TrapHandler emulated a trap (an exception return: serialises)
+  Hypercall,   // a host callback bound with setHypercall ran
+  Schedule,    // ftsim_hc_schedule: voluntary context switch (quiescent)
+  Idle,        // ftsim_hc_idle: the task idles (quiescent)
+  User,        // ftsim_hc_user: the task went to user mode and back (quiescent)
+  Exit,        // ftsim_hc_exit: the task finished; detail = its result
+  Serialised,  // the instruction itself serialises (cpuid, iret, isync)
+  Fault,       // a guest fault: see the machine's findings
+  WatchedStop, // fast mode: a Run stopped before watched code or after a watched data access
 };
 
 // One enabled event offered to the Scheduler.
@@ -57,11 +57,11 @@ struct EventRecord {
   EventKind kind = EventKind::Step;
   StepOutcome outcome = StepOutcome::None;
   std::uint8_t cpu = 0;
-  std::int16_t task = -1;     // running task, -1 for none / the patcher
-  std::uint64_t pc = 0;       // Step/Run/FetchLine: pc before; Ipi/Preempt: pc at the boundary
-  std::uint64_t pcAfter = 0;  // Step/Run: pc after
-  std::uint64_t detail = 0;   // Exit: result; TrapHandled: trap address; Publish: name id;
-                              // Alloc/Free: size
+  std::int16_t task = -1;    // running task, -1 for none / the patcher
+  std::uint64_t pc = 0;      // Step/Run/FetchLine: pc before; Ipi/Preempt: pc at the boundary
+  std::uint64_t pcAfter = 0; // Step/Run: pc after
+  std::uint64_t detail = 0;  // Exit: result; TrapHandled: trap address; Publish: name id;
+                             // Alloc/Free: size
   std::uint64_t fetchAddr = 0;
   std::uint64_t storeAddr = 0;
   std::uint64_t dataAddr = 0;

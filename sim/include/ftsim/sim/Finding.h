@@ -20,8 +20,8 @@ struct Finding {
   std::uint64_t event = 0; // index of the event that produced it
   unsigned cpu = 0;
   int task = -1;
-  std::uint64_t pc = 0;   // where the CPU was fetching
-  std::uint64_t addr = 0; // faulting data address, site address, freed range start
+  std::uint64_t pc = 0;            // where the CPU was fetching
+  std::uint64_t addr = 0;          // faulting data address, site address, freed range start
   std::vector<std::uint8_t> bytes; // the bytes fetched at pc (or the site's bytes)
   std::string decoded;             // their Capstone decoding (describeBytes)
   std::string message;             // one line, for people

@@ -42,12 +42,12 @@ enum class GuestHypercall : std::uint8_t {
 
 // Where the patcher is.
 enum class PatcherState : std::uint8_t {
-  None,          // never started, or finished
-  Store,         // waiting for its next atomic store to be scheduled
-  Publish,       // waiting for its publication to be scheduled
-  WaitIpis,      // in syncCores(), waiting for CPUs to take the IPI (its CPU spins)
-  WaitRcuTasks,  // in synchronizeRcuTasks() (sleeping: its CPU runs tasks)
-  WaitEachCpu,   // in scheduleOnEachCpu() (sleeping: its CPU runs tasks)
+  None,         // never started, or finished
+  Store,        // waiting for its next atomic store to be scheduled
+  Publish,      // waiting for its publication to be scheduled
+  WaitIpis,     // in syncCores(), waiting for CPUs to take the IPI (its CPU spins)
+  WaitRcuTasks, // in synchronizeRcuTasks() (sleeping: its CPU runs tasks)
+  WaitEachCpu,  // in scheduleOnEachCpu() (sleeping: its CPU runs tasks)
 };
 
 struct RunResult {
@@ -71,9 +71,10 @@ public:
   const arch::Arch &arch() const;
   const MachineConfig &config() const;
 
-  // --- Building a scenario (before run) ------------------------------------------------------------
-  // Text (e.g. kernel .text): `bytes` at `addr`, padded to whole pages with the ISA's poison
-  // (x86 ud2, powerpc 0). FatalError when not page aligned or overlapping another mapping.
+  // --- Building a scenario (before run)
+  // ------------------------------------------------------------ Text (e.g. kernel .text): `bytes`
+  // at `addr`, padded to whole pages with the ISA's poison (x86 ud2, powerpc 0). FatalError when
+  // not page aligned or overlapping another mapping.
   void mapText(std::uint64_t addr, std::span<const std::uint8_t> bytes);
   // Data (read+write, shared by all CPUs): `size` bytes (rounded up to pages), initialised from
   // `init` (zero past it).
@@ -87,7 +88,8 @@ public:
   // fetched, and the site's lines become visible in every mode. With `allowedStates`, a fetch
   // that starts inside the site, or sees bytes that are none of the states and do not begin with
   // the ISA's trap, is a TornFetch finding.
-  void watchSite(std::uint64_t addr, std::uint32_t size, std::vector<arch::Bytes> allowedStates = {});
+  void watchSite(std::uint64_t addr, std::uint32_t size,
+                 std::vector<arch::Bytes> allowedStates = {});
   // Record accesses to guest data in [addr, addr+size) as event footprints (and end fast-mode
   // runs after such an access).
   void watchData(std::uint64_t addr, std::uint32_t size);
@@ -95,18 +97,21 @@ public:
   // trampoline code written before anyone can fetch it. Not an event.
   void pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes);
 
-  // --- The patcher --------------------------------------------------------------------------------
-  // Start `body` as the patcher on config().patcherCpu. It runs (host code, no events) until its
-  // first visible action. Exceptions it throws are rethrown by run(). One patcher at a time.
+  // --- The patcher
+  // -------------------------------------------------------------------------------- Start `body`
+  // as the patcher on config().patcherCpu. It runs (host code, no events) until its first visible
+  // action. Exceptions it throws are rethrown by run(). One patcher at a time.
   void startPatcher(std::function<void(arch::MachinePort &)> body);
   PatcherState patcherState() const;
   bool patcherActive() const { return patcherState() != PatcherState::None; }
   std::uint64_t storesDone() const; // atomic stores performed since construction/restore
 
-  // --- Running ------------------------------------------------------------------------------------
+  // --- Running
+  // ------------------------------------------------------------------------------------
   RunResult run(Scheduler &scheduler, std::uint64_t maxEvents = UINT64_MAX);
 
-  // --- Observing ----------------------------------------------------------------------------------
+  // --- Observing
+  // ----------------------------------------------------------------------------------
   std::span<const EventRecord> events() const;
   std::string logText() const; // every event (formatEvent) then every finding, one per line
   std::span<const Decision> schedule() const;
@@ -121,15 +126,16 @@ public:
   // What `cpu` would fetch now from its instruction view (not a fetch: no event, no decision).
   arch::Bytes viewBytes(unsigned cpu, std::uint64_t addr, std::size_t size) const;
 
-  // --- Snapshots ----------------------------------------------------------------------------------
-  // Both require no active patcher (its host stack cannot be saved). restore() rewrites views and
-  // removes translated code only for the lines that differ.
+  // --- Snapshots
+  // ---------------------------------------------------------------------------------- Both require
+  // no active patcher (its host stack cannot be saved). restore() rewrites views and removes
+  // translated code only for the lines that differ.
   Snapshot snapshot() const;
   void restore(const Snapshot &snapshot);
 
-  // --- arch::MachinePort (the patcher's interface; see MachinePort.h) -----------------------------
-  // Called from outside a patcher body: writeText is pokeText, syncCores serialises every CPU at
-  // once, the waits return at once (boot time: nothing runs).
+  // --- arch::MachinePort (the patcher's interface; see MachinePort.h)
+  // ----------------------------- Called from outside a patcher body: writeText is pokeText,
+  // syncCores serialises every CPU at once, the waits return at once (boot time: nothing runs).
   bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override;
   bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override;
   void syncCores() override;
