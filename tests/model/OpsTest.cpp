@@ -4,7 +4,9 @@
 
 #include "FakeKernel.h"
 
+#include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/model/FtraceCore.h"
+#include "ftsim/model/ProtocolPatcher.h"
 
 #include <gtest/gtest.h>
 
@@ -311,6 +313,23 @@ TEST_F(OpsTest, FtraceEnabledSysctlNopsAndRestoresEverySite) {
   EXPECT_EQ(siteBytes("schedule"), callTo("schedule", kernel.addresses.ftraceCaller));
   EXPECT_EQ(core->traceFunction().kind, TraceFunction::Kind::OpsFunc);
   core->unregisterFunction(function);
+}
+
+TEST(ProtocolPatcherTest, EnablingManySitesIsOneInt3BatchThroughArchProtocol) {
+  FakeKernel kernel("x86_64", slideFunctions(), 4);
+  std::unique_ptr<arch::PatchProtocol> int3 = arch::makePatchProtocol(kernel.arch, "int3");
+  kernel.patcher = std::make_unique<ProtocolPatcher>(kernel.arch, kernel.port, *int3);
+  auto core = test::bootedCore(kernel);
+  FtraceOps function("function_trace_call", [](auto, auto, auto &, auto) {});
+  core->registerFunction(function);
+  for (std::uint64_t site : kernel.sites)
+    EXPECT_EQ(kernel.port.bytesAt(site, 5),
+              kernel.arch.call(site, kernel.addresses.ftraceCaller).bytes);
+  EXPECT_EQ(int3->stats().sites, kernel.sites.size());
+  EXPECT_EQ(int3->stats().batches, 1u);
+  EXPECT_EQ(int3->stats().syncs, 3u); // int3, tails, first bytes: 3 syncs, not 3 per site
+  core->unregisterFunction(function);
+  EXPECT_EQ(kernel.port.bytesAt(kernel.sites[0], 5), kernel.arch.nop());
 }
 
 } // namespace
