@@ -14,6 +14,7 @@ struct CommandResult {
 
 void addMcountCommand(CLI::App &app, CommandResult &result);
 void addProtocolsCommand(CLI::App &app, CommandResult &result);
+void addProveCommand(CLI::App &app, CommandResult &result);
 
 // The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or
 // the build tree's corpora/ directory this binary was built with.

@@ -17,10 +17,14 @@ int main(int argc, char **argv) {
   ftsim::cli::CommandResult result;
   ftsim::cli::addMcountCommand(app, result);
   ftsim::cli::addProtocolsCommand(app, result);
-  if (argc > 1 && argv[1][0] != '-' && app.get_subcommand_no_throw(argv[1]) == nullptr) {
-    std::string known;
-    for (const CLI::App *sub : app.get_subcommands({}))
-      known += (known.empty() ? "" : ", ") + sub->get_name();
+  ftsim::cli::addProveCommand(app, result);
+  std::string known;
+  bool isCommand = false;
+  for (const CLI::App *sub : app.get_subcommands({})) {
+    known += (known.empty() ? "" : ", ") + sub->get_name();
+    isCommand |= argc > 1 && sub->get_name() == argv[1];
+  }
+  if (argc > 1 && argv[1][0] != '-' && !isCommand) {
     std::fprintf(stderr, "ftsim: unknown command '%s' (commands: %s)\n", argv[1], known.c_str());
     return 2;
   }

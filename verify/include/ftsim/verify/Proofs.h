@@ -1,0 +1,58 @@
+#pragma once
+// Z3 proofs, each negate-and-expect-unsat: the property's negation is asserted over all the
+// nondeterminism the models allow; unsat means the property holds for every choice; sat yields a
+// model, which is turned back into concrete bytes and decoded with Capstone.
+
+#include "ftsim/arch/Arch.h"
+#include "ftsim/sim/Models.h"
+
+#include <string>
+#include <vector>
+
+namespace ftsim::verify {
+
+struct ProofResult {
+  std::string name;           // what was checked, with its parameters
+  bool holds = false;         // unsat of the negation
+  std::string counterexample; // when !holds: concrete bytes, decoding, instant
+  std::size_t checks = 0;     // solver queries behind this result
+  double milliseconds = 0;
+};
+
+// A site rewrite the proofs check: nop -> call, call -> nop, call -> call (another target).
+enum class SiteTransition { NopToCall, CallToNop, CallToCall };
+std::string_view transitionName(SiteTransition t);
+
+struct ByteStateQuery {
+  std::string protocol;
+  sim::StoreModel store = sim::StoreModel::Byte;
+  sim::FetchModel fetch = sim::FetchModel::Stale;
+  SiteTransition transition = SiteTransition::NopToCall;
+  unsigned siteOffset = 0; // address of the first site mod 64
+  unsigned sites = 1;      // sites in one batch (spread over several cache lines)
+};
+
+// Byte-state safety: at every instant of the protocol, every byte string a CPU can fetch at each
+// site is the old instruction, the new one, or starts with the trap while the protocol's handler
+// is armed for that site.
+ProofResult proveByteStates(const arch::Arch &arch, const ByteStateQuery &query);
+
+// Whether `store` describes a real machine for the ISA (powerpc: aligned word stores are atomic).
+bool storeModelPossible(const arch::Arch &arch, sim::StoreModel store);
+
+// All offsets 0..63 (instruction-aligned), every store model, every fetch model, every transition,
+// one-site and three-site batches. Holds iff every query holds; the counterexample is the first.
+ProofResult proveByteStatesEverywhere(const arch::Arch &arch, const std::string &protocol);
+
+// x86-64 rel32 call/jmp: for every site and target, the encoder's bytes decode back to the target
+// exactly when the displacement fits in 32 bits, and the encoding is refused otherwise.
+ProofResult proveX86Rel32();
+// powerpc I-form b/bl: the 24-bit LI field round-trips exactly when the offset is word aligned and
+// within -0x2000000..0x1fffffc; a long-branch stub is needed exactly then (addressBits 32 or 64).
+ProofResult provePowerPcBranch(unsigned addressBits);
+// The ppc-branch-range bug: an encoder that masks the offset into LI without a range check
+// silently branches elsewhere. Holds when Z3 finds such a site and target (the witness is in
+// `counterexample`), i.e. when the hazard the range check prevents is real.
+ProofResult provePowerPcTruncationMisbranches();
+
+} // namespace ftsim::verify
