@@ -64,11 +64,6 @@ ElfRelocatable::ElfRelocatable(std::string path) : path_(std::move(path)) {
   readSymbols();
 }
 
-ElfRelocatable::~ElfRelocatable() {
-  if (elf_)
-    elf_end(elf_);
-}
-
 void ElfRelocatable::checkHeader() {
   const std::size_t size = bytes_.size();
   if (size == 0)
@@ -114,10 +109,10 @@ void ElfRelocatable::checkHeader() {
          "bytes)",
          shoff, minEntries, size);
 
-  elf_ = elf_memory(reinterpret_cast<char *>(bytes_.data()), size);
-  if (!elf_ || elf_kind(elf_) != ELF_K_ELF)
+  elf_.reset(elf_memory(reinterpret_cast<char *>(bytes_.data()), size));
+  if (!elf_ || elf_kind(elf_.get()) != ELF_K_ELF)
     fail("not a valid ELF file: {}", elf_errmsg(-1));
-  if (!gelf_getehdr(elf_, &ehdr_))
+  if (!gelf_getehdr(elf_.get(), &ehdr_))
     fail("bad ELF header: {}", elf_errmsg(-1));
   if (ehdr_.e_type != ET_REL)
     fail("not a relocatable object ({}); recordmcount works on .o files",
@@ -143,11 +138,11 @@ void ElfRelocatable::checkHeader() {
 std::size_t ElfRelocatable::tableEntrySize(unsigned type) const {
   switch (type) {
   case SHT_SYMTAB:
-    return gelf_fsize(elf_, ELF_T_SYM, 1, EV_CURRENT);
+    return gelf_fsize(elf_.get(), ELF_T_SYM, 1, EV_CURRENT);
   case SHT_RELA:
-    return gelf_fsize(elf_, ELF_T_RELA, 1, EV_CURRENT);
+    return gelf_fsize(elf_.get(), ELF_T_RELA, 1, EV_CURRENT);
   case SHT_REL:
-    return gelf_fsize(elf_, ELF_T_REL, 1, EV_CURRENT);
+    return gelf_fsize(elf_.get(), ELF_T_REL, 1, EV_CURRENT);
   case SHT_GROUP:
   case SHT_SYMTAB_SHNDX:
     return sizeof(Elf32_Word);
@@ -158,9 +153,9 @@ std::size_t ElfRelocatable::tableEntrySize(unsigned type) const {
 
 void ElfRelocatable::readSections() {
   std::size_t count = 0;
-  if (elf_getshdrnum(elf_, &count) != 0)
+  if (elf_getshdrnum(elf_.get(), &count) != 0)
     fail("cannot read the section count: {}", elf_errmsg(-1));
-  if (elf_getshdrstrndx(elf_, &shstrndx_) != 0)
+  if (elf_getshdrstrndx(elf_.get(), &shstrndx_) != 0)
     fail("cannot read the section name table index: {}", elf_errmsg(-1));
   if (shstrndx_ == SHN_UNDEF || shstrndx_ >= count)
     fail("section name table index {} out of range ({} sections)", shstrndx_, count);
@@ -169,7 +164,7 @@ void ElfRelocatable::readSections() {
   const std::size_t size = bytes_.size();
   for (std::size_t i = 0; i < count; ++i) {
     Section &s = sections_[i];
-    s.scn = elf_getscn(elf_, i);
+    s.scn = elf_getscn(elf_.get(), i);
     if (!s.scn || !gelf_getshdr(s.scn, &s.shdr))
       fail("cannot read section header {}: {}", i, elf_errmsg(-1));
     if (i == 0)
@@ -198,7 +193,7 @@ void ElfRelocatable::readSections() {
   if (sections_[shstrndx_].shdr.sh_type != SHT_STRTAB)
     fail("section name table (section {}) is not SHT_STRTAB", shstrndx_);
   for (std::size_t i = 1; i < count; ++i) {
-    const char *name = elf_strptr(elf_, shstrndx_, sections_[i].shdr.sh_name);
+    const char *name = elf_strptr(elf_.get(), shstrndx_, sections_[i].shdr.sh_name);
     if (!name)
       fail("section {}: name offset {:#x} outside the section name table", i,
            sections_[i].shdr.sh_name);
@@ -223,7 +218,7 @@ void ElfRelocatable::readSymbols() {
       shndxTable = i;
 
   const GElf_Shdr &symhdr = sections_[*symtab_].shdr;
-  const std::size_t entsize = gelf_fsize(elf_, ELF_T_SYM, 1, EV_CURRENT);
+  const std::size_t entsize = gelf_fsize(elf_.get(), ELF_T_SYM, 1, EV_CURRENT);
   if (symhdr.sh_entsize != entsize)
     fail("symbol table: sh_entsize {} (expected {})", symhdr.sh_entsize, entsize);
   if (sections_[symhdr.sh_link].shdr.sh_type != SHT_STRTAB)
@@ -243,7 +238,7 @@ void ElfRelocatable::readSymbols() {
     s.shndx = s.sym.st_shndx == SHN_XINDEX ? extended : s.sym.st_shndx;
     if (s.inSection() && s.shndx >= sections_.size())
       fail("symbol {}: section index {} out of range ({} sections)", i, s.shndx, sections_.size());
-    const char *name = elf_strptr(elf_, symhdr.sh_link, s.sym.st_name);
+    const char *name = elf_strptr(elf_.get(), symhdr.sh_link, s.sym.st_name);
     if (!name)
       fail("symbol {}: name offset {:#x} outside the string table", i, s.sym.st_name);
     s.name = name;
@@ -282,7 +277,7 @@ std::vector<ElfRelocatable::Relocation> ElfRelocatable::relocations(std::size_t 
   FTSIM_ASSERT(rela || rs.shdr.sh_type == SHT_REL);
   if (!symtab_ || rs.shdr.sh_link != *symtab_)
     fail("relocation section {} ({}) does not refer to the symbol table", relSection, rs.name);
-  const std::size_t entsize = gelf_fsize(elf_, rela ? ELF_T_RELA : ELF_T_REL, 1, EV_CURRENT);
+  const std::size_t entsize = gelf_fsize(elf_.get(), rela ? ELF_T_RELA : ELF_T_REL, 1, EV_CURRENT);
   if (rs.shdr.sh_entsize != entsize)
     fail("relocation section {} ({}): sh_entsize {} (expected {})", relSection, rs.name,
          rs.shdr.sh_entsize, entsize);

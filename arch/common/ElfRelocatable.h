@@ -10,6 +10,7 @@
 #include <gelf.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,13 +48,13 @@ public:
 
   // Reads and checks the whole file. Throws FatalError naming `path`.
   explicit ElfRelocatable(std::string path);
-  ~ElfRelocatable();
+  ~ElfRelocatable() = default;
   ElfRelocatable(const ElfRelocatable &) = delete;
   ElfRelocatable &operator=(const ElfRelocatable &) = delete;
 
   const std::string &path() const { return path_; }
   const Arch &arch() const { return *arch_; }
-  Elf *elf() const { return elf_; }
+  Elf *elf() const { return elf_.get(); }
   const GElf_Ehdr &ehdr() const { return ehdr_; }
   const std::vector<std::uint8_t> &fileBytes() const { return bytes_; }
 
@@ -86,7 +87,11 @@ private:
 
   std::string path_;
   std::vector<std::uint8_t> bytes_;
-  Elf *elf_ = nullptr;
+  // Owned through a deleter so that a constructor that fails half way still ends it.
+  struct ElfEnd {
+    void operator()(Elf *elf) const { elf_end(elf); }
+  };
+  std::unique_ptr<Elf, ElfEnd> elf_;
   GElf_Ehdr ehdr_{};
   const Arch *arch_ = nullptr;
   std::vector<Section> sections_;
