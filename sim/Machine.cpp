@@ -868,6 +868,33 @@ void Machine::mapData(std::uint64_t addr, std::uint64_t size, std::span<const st
   impl_->addDataRegion(addr, size, init);
 }
 
+void Machine::loadImage(const arch::Image &image) {
+  Impl &m = *impl_;
+  if (image.arch != &m.arch)
+    fatal("image '{}' is for {}, the machine is {}", image.name,
+          image.arch ? image.arch->name() : "?", m.arch.name());
+  for (const arch::ImageSegment &seg : image.segments) {
+    const std::uint64_t base = seg.addr & ~(kPage - 1);
+    std::vector<std::uint8_t> bytes(seg.addr - base, 0);
+    for (std::size_t i = 0; seg.executable && i < bytes.size(); ++i)
+      bytes[i] = m.abi.poison[i % m.abi.poison.size()];
+    bytes.insert(bytes.end(), seg.bytes.begin(), seg.bytes.end());
+    if (seg.executable)
+      m.addTextRegion(base, bytes, 0);
+    else
+      m.addDataRegion(base, bytes.size(), bytes);
+  }
+  const std::pair<const char *, GuestHypercall> stubs[] = {
+      {"ftsim_hc_schedule", GuestHypercall::Schedule},
+      {"ftsim_hc_idle", GuestHypercall::Idle},
+      {"ftsim_hc_user", GuestHypercall::User},
+      {"ftsim_hc_exit", GuestHypercall::Exit},
+  };
+  for (const auto &[name, which] : stubs)
+    if (const arch::ImageSymbol *sym = image.findSymbol(name))
+      bindHypercall(which, sym->addr);
+}
+
 void Machine::bindHypercall(GuestHypercall which, std::uint64_t stubAddress) {
   if (!impl_->textAt(stubAddress))
     fatal("hypercall stub at {:#x} is not in text", stubAddress);

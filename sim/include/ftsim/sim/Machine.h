@@ -15,6 +15,7 @@
 // picks the corresponding event.
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Image.h"
 #include "ftsim/arch/MachinePort.h"
 #include "ftsim/sim/Event.h"
 #include "ftsim/sim/Finding.h"
@@ -79,6 +80,10 @@ public:
   // Data (read+write, shared by all CPUs): `size` bytes (rounded up to pages), initialised from
   // `init` (zero past it).
   void mapData(std::uint64_t addr, std::uint64_t size, std::span<const std::uint8_t> init = {});
+  // Map a loaded kernel image: executable segments as text, the others as data (a segment that
+  // does not start on a page is padded down to one), and bind every `ftsim_hc_<name>` stub it
+  // defines. FatalError when the image is for another ISA or two segments share a page.
+  void loadImage(const arch::Image &image);
   // Bind one of the guest's built-in hypercall stubs (ftsim_hc_<name>) at `stubAddress`.
   void bindHypercall(GuestHypercall which, std::uint64_t stubAddress);
   // A task on spec.cpu starting at spec.entry(spec.arg) with a fresh stack and the Exit stub as
