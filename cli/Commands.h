@@ -15,6 +15,8 @@ struct CommandResult {
 void addMcountCommand(CLI::App &app, CommandResult &result);
 void addProtocolsCommand(CLI::App &app, CommandResult &result);
 void addProveCommand(CLI::App &app, CommandResult &result);
+void addBootCommand(CLI::App &app, CommandResult &result);
+void addDemoCommand(CLI::App &app, CommandResult &result);
 
 // The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or
 // the build tree's corpora/ directory this binary was built with.

@@ -18,6 +18,8 @@ int main(int argc, char **argv) {
   ftsim::cli::addMcountCommand(app, result);
   ftsim::cli::addProtocolsCommand(app, result);
   ftsim::cli::addProveCommand(app, result);
+  ftsim::cli::addBootCommand(app, result);
+  ftsim::cli::addDemoCommand(app, result);
   std::string known;
   bool isCommand = false;
   for (const CLI::App *sub : app.get_subcommands({})) {

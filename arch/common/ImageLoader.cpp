@@ -60,8 +60,7 @@ Image loadImage(const std::string &path) {
     fatal("{}: unsupported machine {} (class {}); ftsim images are x86_64 or ppc32", path,
           ehdr.e_machine, elfClass);
   if (ehdr.e_type != ET_EXEC)
-    fatal("{}: not a linked executable image (e_type {}); link objects first", path,
-          ehdr.e_type);
+    fatal("{}: not a linked executable image (e_type {}); link objects first", path, ehdr.e_type);
 
   Image image;
   image.arch = arch;
@@ -77,8 +76,8 @@ Image loadImage(const std::string &path) {
     if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
       continue;
     if (ph.p_filesz > ph.p_memsz || ph.p_memsz > kMaxSegmentSize)
-      fatal("{}: segment {} has impossible sizes (filesz {:#x}, memsz {:#x})", path, i,
-            ph.p_filesz, ph.p_memsz);
+      fatal("{}: segment {} has impossible sizes (filesz {:#x}, memsz {:#x})", path, i, ph.p_filesz,
+            ph.p_memsz);
     if (ph.p_offset > file.size() || ph.p_filesz > file.size() - ph.p_offset)
       fatal("{}: segment {} extends past the end of the file (truncated?)", path, i);
     ImageSegment seg;
@@ -158,11 +157,18 @@ Image loadImage(const std::string &path) {
   } else if (start || stop) {
     fatal("{}: has only one of __start_mcount_loc / __stop_mcount_loc", path);
   }
-  for (const char *hook : {"__fentry__", "mcount", "_mcount"})
-    if (const ImageSymbol *s = image.findSymbol(hook); s && arch->isMcountSymbol(hook)) {
-      image.mcountAddr = s->addr;
-      break;
-    }
+  // The profiling hook is the one the sites call: an image may define several (the x86 runtime has
+  // both __fentry__ and mcount), and only the compiler's choice tells which one boot must expect.
+  for (std::uint64_t site : image.mcountLocs) {
+    std::uint8_t bytes[8] = {};
+    if (site == 0 || !image.read(site, std::span(bytes, arch->siteSize())))
+      continue;
+    const auto target = arch->callTarget(site, std::span(bytes, arch->siteSize()));
+    const ImageSymbol *hook = target ? image.symbolAt(*target) : nullptr;
+    if (hook && hook->addr == *target && arch->isMcountSymbol(hook->name))
+      image.mcountAddr = *target;
+    break;
+  }
   return image;
 }
 

@@ -48,6 +48,7 @@ public:
                                           std::span<const std::uint8_t> bytes) const override {
     return powerpc::blTarget(site, bytes, 8 * 8);
   }
+  unsigned dynArchFtraceSize() const override { return 8; }
   unsigned maxInsnSize() const override { return 4; }
 
   std::vector<Insn> disassemble(std::span<const std::uint8_t> bytes, std::uint64_t address,

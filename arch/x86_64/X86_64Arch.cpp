@@ -70,6 +70,7 @@ public:
         static_cast<std::uint32_t>(bytes[3]) << 16 | static_cast<std::uint32_t>(bytes[4]) << 24);
     return site + kRel32InsnSize + static_cast<std::int64_t>(rel);
   }
+  unsigned dynArchFtraceSize() const override { return 0; }
   unsigned maxInsnSize() const override { return 15; }
 
   std::vector<Insn> disassemble(std::span<const std::uint8_t> bytes, std::uint64_t address,

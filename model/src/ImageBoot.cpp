@@ -23,4 +23,22 @@ BootOptions imageBootOptions(const arch::Image &image) {
   return options;
 }
 
+bool BootTextPort::readText(std::uint64_t addr, std::span<std::uint8_t> out) {
+  const arch::ImageSegment *segment = image_.segmentAt(addr, out.size());
+  return segment && segment->executable && image_.read(addr, out);
+}
+
+bool BootTextPort::writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+  const arch::ImageSegment *segment = image_.segmentAt(addr, bytes.size());
+  return segment && segment->executable && image_.write(addr, bytes);
+}
+
+ImageBoot bootImage(arch::Image &image, FtraceCore &core) {
+  ImageBoot out;
+  out.report = core.boot(imageBootOptions(image));
+  for (const auto &bug : out.report.bugs)
+    out.bugText += bug.text();
+  return out;
+}
+
 } // namespace ftsim::model

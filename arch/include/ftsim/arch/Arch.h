@@ -68,6 +68,10 @@ public:
   // The longest instruction the ISA has (15 on x86, 4 on powerpc).
   virtual unsigned maxInsnSize() const = 0;
 
+  // sizeof(struct dyn_arch_ftrace): the arch-private part of a dyn_ftrace record. x86: empty;
+  // powerpc: `struct module *mod` (the slides' arch/powerpc/include/asm/ftrace.h).
+  virtual unsigned dynArchFtraceSize() const = 0;
+
   // --- Disassembly (Capstone) -------------------------------------------------------------------
   struct Insn {
     std::uint64_t address;

@@ -39,7 +39,7 @@ public:
   virtual const arch::Arch &arch() const = 0;
 
   // sizeof(struct dyn_arch_ftrace): 0 on x86, 4 on ppc32 (the `mod` pointer).
-  virtual unsigned archPrivateSize() const { return 0; }
+  virtual unsigned archPrivateSize() const { return arch().dynArchFtraceSize(); }
   // The arch-private part of a new record (powerpc records the owning module).
   virtual DynArchFtrace initialArchPrivate(const DynFtrace &rec,
                                            const std::optional<SymbolInfo> &symbol) const;

@@ -1,0 +1,88 @@
+#pragma once
+// ftrace's fixed trampolines as guest machine code (arch/x86/kernel/ftrace_64.S): ftrace_caller,
+// ftrace_regs_caller with their patchable `ftrace_call` / `ftrace_regs_call` sites, ftrace_stub,
+// the function_graph entry (`ftrace_graph_call` in ftrace_epilogue, ftrace_graph_caller) and
+// return_to_handler. The C functions they call (the trace function, prepare_ftrace_return,
+// ftrace_return_to_handler) are host code: each is a hypercall stub (a trap followed by a return)
+// inside the same text, which the integration binds with MachinePort::setHypercall.
+//
+// Who uses it: the simulated kernel (verify/), once at boot, before the machine runs. It maps
+// `code.bytes` as text at `code.base`, binds the stubs, and from then on reads the callbacks'
+// arguments through argsOf()/ptRegs() — the only ISA knowledge the integration needs.
+
+#include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Image.h"
+#include "ftsim/arch/MachinePort.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ftsim::arch {
+
+// Where the compiler put the profiling call (decides how the trampoline finds the parent).
+enum class SiteFlavour {
+  Fentry, // first instruction of the function (gcc -pg -mfentry): the parent is on the stack
+  Mcount, // after the prologue (gcc -pg with frame pointers): the parent is at 8(%rbp)
+};
+
+struct TrampolineRequest {
+  std::uint64_t base = 0; // page aligned; within direct-call reach of every patch site
+  SiteFlavour flavour = SiteFlavour::Fentry;
+  unsigned callbackStubs = 16; // hypercall stubs for distinct trace functions
+};
+
+struct TrampolineCode {
+  std::uint64_t base = 0;
+  Bytes bytes;
+  std::vector<ImageSymbol> symbols; // for kallsyms (%ps of a trampoline address)
+
+  std::uint64_t ftraceCaller = 0;     // FTRACE_ADDR
+  std::uint64_t ftraceCall = 0;       // the patched `call` in ftrace_caller
+  std::uint64_t ftraceRegsCaller = 0; // FTRACE_REGS_ADDR
+  std::uint64_t ftraceRegsCall = 0;   // the patched `call` in ftrace_regs_caller
+  std::uint64_t ftraceStub = 0;       // `ret`
+  std::uint64_t ftraceGraphCall = 0;  // the patched `jmp` in ftrace_epilogue
+  std::uint64_t ftraceGraphCaller = 0;
+  std::uint64_t returnToHandler = 0;
+  // Hypercall stubs: the list function, prepare_ftrace_return, ftrace_return_to_handler, and a
+  // pool of stubs the integration assigns to distinct trace functions (ops->func, assist func).
+  std::uint64_t listFuncStub = 0;
+  std::uint64_t prepareReturnStub = 0;
+  std::uint64_t returnHandlerStub = 0;
+  std::vector<std::uint64_t> callbackStubs;
+  std::uint32_t siteSize = 0; // bytes of each patched call/jmp
+};
+
+// The arguments a callback stub sees, in the trampoline's calling convention.
+struct CallbackArgs {
+  std::uint64_t ip = 0;       // the call site (return address - MCOUNT_INSN_SIZE)
+  std::uint64_t parentIp = 0; // the traced function's return address (trace callbacks)
+  std::uint64_t parentSlot = 0; // prepare_ftrace_return: where the parent return address lives
+  std::uint64_t regs = 0;       // pt_regs on the guest stack (ftrace_regs_caller's 4th argument)
+  bool fullRegs = false;        // regs is a full pt_regs (CS set, as in ftrace_regs_caller)
+};
+
+class FtraceTrampolines {
+public:
+  virtual ~FtraceTrampolines() = default;
+  virtual const TrampolineCode &code() const = 0;
+  // At a trace-function stub (called from ftrace_call / ftrace_regs_call) or at the
+  // prepare_ftrace_return stub.
+  virtual CallbackArgs argsOf(const GuestContext &cpu) const = 0;
+  // The frame pointer return_to_handler passes to ftrace_return_to_handler.
+  virtual std::uint64_t returnFramePointer(const GuestContext &cpu) const = 0;
+  // A GuestContext over the pt_regs block at `regs` on `cpu`'s stack: pc()/setPc() are regs->ip,
+  // sp() is regs->sp, reg() reads the saved register. Callbacks that change regs->ip redirect the
+  // traced function (the trampoline copies it into its return slot).
+  virtual std::unique_ptr<GuestContext> ptRegs(GuestContext &cpu, std::uint64_t regs) const = 0;
+  // A stub's C return value (rax).
+  virtual void setReturnValue(GuestContext &cpu, std::uint64_t value) const = 0;
+};
+
+// FatalError for an ISA without guest trampolines yet (ppc32: not implemented).
+std::unique_ptr<FtraceTrampolines> makeFtraceTrampolines(const Arch &arch,
+                                                         const TrampolineRequest &request);
+
+} // namespace ftsim::arch

@@ -1,0 +1,77 @@
+// Loading linked images: the built-in ones load with their tables; malformed or truncated files are
+// one FatalError naming the file, never a crash.
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/Image.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+using namespace ftsim;
+
+namespace {
+
+std::vector<char> readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void writeAll(const std::string &path, const std::vector<char> &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+} // namespace
+
+TEST(ImageLoader, BuiltInImagesHaveTextDataSymbolsAndTheirMcountTable) {
+  for (const char *flavour : {"x86_64-fentry", "x86_64-mcount", "ppc32-mcount"}) {
+    const arch::Image image =
+        arch::loadImage(std::string(FTSIM_GUEST_DIR) + "/" + flavour + "/kernel.elf");
+    EXPECT_EQ(image.textStart(), arch::kernelTextBase(*image.arch)) << flavour;
+    EXPECT_GT(image.textEnd(), image.textStart());
+    EXPECT_EQ(image.mcountLocs.size(), 38u) << flavour;
+    for (std::uint64_t site : image.mcountLocs)
+      EXPECT_TRUE(site >= image.textStart() && site < image.textEnd()) << std::hex << site;
+    ASSERT_NE(image.findSymbol("schedule"), nullptr);
+    EXPECT_EQ(image.symbolAt(image.findSymbol("schedule")->addr + 1)->name, "schedule");
+    EXPECT_NE(image.findSymbol("ftsim_hc_exit"), nullptr);
+  }
+}
+
+TEST(ImageLoader, CorruptOrTruncatedImagesAreFatalErrorsNamingTheFile) {
+  const std::string source = std::string(FTSIM_GUEST_DIR) + "/x86_64-fentry/kernel.elf";
+  const std::vector<char> good = readAll(source);
+  ASSERT_GT(good.size(), 4096u);
+  const std::string path = std::filesystem::temp_directory_path() / "ftsim-image-corrupt.elf";
+  std::size_t rejected = 0, accepted = 0;
+  // Truncations at many sizes.
+  for (std::size_t size = 0; size < good.size(); size += size < 256 ? 1 : 97) {
+    writeAll(path, std::vector<char>(good.begin(), good.begin() + static_cast<long>(size)));
+    try {
+      arch::loadImage(path);
+      ++accepted;
+    } catch (const FatalError &e) {
+      ++rejected;
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  // Every byte of the ELF and program headers flipped in turn.
+  for (std::size_t i = 0; i < 64 + 56 * 3; ++i) {
+    std::vector<char> bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0xff);
+    writeAll(path, bad);
+    try {
+      arch::loadImage(path);
+      ++accepted;
+    } catch (const FatalError &e) {
+      ++rejected;
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(rejected, 300u);
+  std::filesystem::remove(path);
+  EXPECT_THROW(arch::loadImage("/nonexistent/kernel.elf"), FatalError);
+}

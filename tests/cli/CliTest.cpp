@@ -1,0 +1,119 @@
+// The ftsim command as a user runs it: its output, its exit status, and one-line errors for bad
+// input.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct CommandRun {
+  int status = -1;
+  std::string out; // stdout and stderr together
+};
+
+CommandRun ftsim(const std::string &args) {
+  CommandRun r;
+  const std::string cmd = std::string(FTSIM_EXE) + " " + args + " 2>&1";
+  FILE *pipe = popen(cmd.c_str(), "r");
+  if (!pipe)
+    return r;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
+    r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::size_t lines(const std::string &s) {
+  std::size_t n = 0;
+  for (char c : s)
+    n += c == '\n';
+  return n;
+}
+
+std::string guest(const std::string &rel) { return std::string(FTSIM_GUEST_DIR) + "/" + rel; }
+
+} // namespace
+
+TEST(Cli, BootReproducesTheSeedsAllocationLine) {
+  const CommandRun r = ftsim("boot --arch x86_64 --synthetic 24683");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "ftrace: allocating 24683 entries in 97 pages\n");
+  // ppc32 records are 12 bytes (ip, flags, dyn_arch_ftrace.mod): 341 per page.
+  EXPECT_EQ(ftsim("boot --arch ppc32 --synthetic 24683").out,
+            "ftrace: allocating 24683 entries in 73 pages\n");
+}
+
+TEST(Cli, BootOfBuiltInImagesListsTheirFunctions) {
+  for (const char *args :
+       {"boot --arch x86_64", "boot --arch x86_64 --image x86_64-mcount", "boot --arch ppc32"}) {
+    const CommandRun r = ftsim(std::string(args) + " --list");
+    EXPECT_EQ(r.status, 0) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.rfind("ftrace: allocating 38 entries in 1 pages\n", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("\nschedule\n"), std::string::npos);
+    EXPECT_NE(r.out.find("\n_raw_spin_lock\n"), std::string::npos);
+    EXPECT_EQ(lines(r.out), 39u);
+  }
+}
+
+TEST(Cli, McountListsSitesInTheSlidesForm) {
+  const CommandRun r = ftsim("mcount " + guest("x86_64-mcount/kernel/sched/core.o"));
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("&yield + 0x4\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("&schedule + 0x"), std::string::npos) << r.out;
+  const CommandRun f = ftsim("mcount " + guest("x86_64-fentry/kernel/sched/core.o"));
+  EXPECT_NE(f.out.find("&yield + 0x0\n"), std::string::npos) << f.out;
+  const CommandRun p =
+      ftsim("mcount " + guest("ppc32-mcount/mm/swap.o") + " " + guest("ppc64-elfv2/mm/swap.o"));
+  EXPECT_NE(p.out.find("&put_page + 0x8\n"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("ppc64-elfv2/mm/swap.o:\n"), std::string::npos) << p.out;
+}
+
+TEST(Cli, BadInputIsOneLineNamingItAndExitTwo) {
+  const std::string garbage = std::filesystem::temp_directory_path() / "ftsim-cli-garbage.elf";
+  {
+    std::ofstream out(garbage);
+    out << "\x7f"
+           "ELF this is not really an object";
+  }
+  const std::string truncated = std::filesystem::temp_directory_path() / "ftsim-cli-trunc.elf";
+  std::filesystem::copy_file(guest("x86_64-fentry/kernel.elf"), truncated,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(truncated, 700);
+  const std::pair<std::string, std::string> cases[] = {
+      {"mcount " + garbage, garbage},
+      {"boot --arch x86_64 --image " + garbage, garbage},
+      {"boot --arch x86_64 --image " + truncated, truncated},
+      {"boot --arch x86_64 --image /nonexistent/kernel.elf", "/nonexistent/kernel.elf"},
+      {"boot --arch mips", "mips"},
+      {"boot --arch x86_64 --frobnicate", "--frobnicate"},
+      {"frobnicate", "frobnicate"},
+      {"prove --protocol int4", "int4"},
+      {"boot --arch ppc32 --image x86_64-fentry", "x86_64-fentry"},
+      {"boot --arch x86_64 --synthetic 0", "0 functions"},
+  };
+  for (const auto &[args, named] : cases) {
+    const CommandRun r = ftsim(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(named), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
+  }
+  std::filesystem::remove(garbage);
+  std::filesystem::remove(truncated);
+}
+
+TEST(Cli, ProveExitsZeroWhenAllHoldAndOneWithACounterexample) {
+  const CommandRun ok = ftsim("prove --arch x86_64 --protocol int3 --fetch stale --store byte");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  const CommandRun bad = ftsim("prove --arch x86_64 --protocol direct --fetch stale --store word");
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_NE(bad.out.find("counterexample: a CPU executing the site"), std::string::npos);
+}
