@@ -1,0 +1,150 @@
+#pragma once
+// The simulated kernel: a built guest image booted on a sim::Machine with ftrace's engine running
+// on it. Boot loads the segments, maps the generated trampolines (arch::FtraceTrampolines), runs
+// FtraceCore::boot (every site read, verified and turned into a nop; "ftrace: allocating N entries
+// in M pages") and wires a ProtocolPatcher with the named patch protocol. From then on, engine
+// operations (tracefs writes: tracers, filters, probes) run as the machine's patcher — every
+// store, sync and publication is a scheduled event — while guest tasks run workloads on the other
+// CPUs and reach the engine's callbacks through the trampolines' hypercall stubs.
+//
+// What it exposes for verification: the sites and trampoline instructions that get patched (to
+// watch them for torn fetches), every callback invocation (ip, parent, cpu, task, event), the
+// executions of every patch site from the machine's event log (an independent count of calls),
+// and the tracefs the tracers fill.
+
+#include "ftsim/arch/Image.h"
+#include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/Trampolines.h"
+#include "ftsim/model/FtraceCore.h"
+#include "ftsim/model/ProtocolPatcher.h"
+#include "ftsim/model/TraceFs.h"
+#include "ftsim/sim/Machine.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ftsim::verify {
+
+struct KernelConfig {
+  sim::MachineConfig machine = defaultMachine();
+  std::string protocol = "int3"; // arch::protocolsFor(): int3, int3-skip, int3-nosync, direct, ...
+  std::size_t bufferEntriesPerCpu = 16384;
+  // The simulated clock: every machine event lasts this long (a 1 GHz CPU retiring one
+  // instruction per cycle when events are instruction steps; a fast-mode Run counts as one).
+  std::uint64_t nsPerEvent = 1;
+
+  static sim::MachineConfig defaultMachine() {
+    sim::MachineConfig c;
+    c.cpus = 4;
+    return c;
+  }
+};
+
+// One call of a trace function from ftrace_call / ftrace_regs_call.
+struct CallbackEvent {
+  std::uint64_t event = 0; // machine event index of the hypercall
+  unsigned cpu = 0;
+  int task = -1;
+  std::uint64_t ip = 0;
+  std::uint64_t parentIp = 0;
+  bool fullRegs = false;   // came through ftrace_regs_caller
+  std::string function;    // TraceFunction::describe()
+};
+
+// A CPU executing a patch site (from the event log: a Step whose pc is the site).
+struct SiteExecution {
+  std::uint64_t event = 0;
+  unsigned cpu = 0;
+  int task = -1;
+  std::uint64_t ip = 0;
+};
+
+// A patched text location with the states it may legally hold.
+struct PatchSite {
+  std::uint64_t addr = 0;
+  std::uint32_t size = 0;
+  std::vector<arch::Bytes> states;
+  std::string what; // "schedule", "ftrace_call", ...
+};
+
+class Kernel {
+public:
+  // FatalError for a non-executable ISA, an ISA without trampolines, a bad protocol name, or an
+  // image whose boot hits ftrace_bug (the report is in the message).
+  explicit Kernel(arch::Image image, KernelConfig config = {});
+  ~Kernel();
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+
+  const arch::Image &image() const { return image_; }
+  sim::Machine &machine() { return *machine_; }
+  const sim::Machine &machine() const { return *machine_; }
+  model::FtraceCore &core() { return *core_; }
+  model::TraceFs &tracefs() { return *tracefs_; }
+  const arch::PatchProtocol &protocol() const { return *protocol_; }
+  const arch::TrampolineCode &trampolines() const { return trampolines_->code(); }
+  const model::BootReport &bootReport() const { return boot_; }
+  arch::SiteFlavour flavour() const { return flavour_; }
+
+  // A task running workload_<name>(seed) on `cpu` ("sched", "mm", "fs", "boot", "mixed",
+  // "tight"). FatalError for an unknown workload.
+  int addWorkload(std::string_view name, unsigned cpu, std::uint64_t seed);
+  // Run `body` as the machine's patcher (tracefs writes inside it are scheduled events).
+  void patcher(std::function<void(Kernel &)> body);
+  sim::RunResult run(sim::Scheduler &scheduler, std::uint64_t maxEvents = UINT64_MAX);
+  // The index the next machine event will get (the simulated clock is this × nsPerEvent).
+  std::uint64_t now() const;
+
+  // Every record's site and every patched trampoline instruction, with its legal states.
+  std::vector<PatchSite> patchSites() const;
+  // machine().watchSite() on each of them: torn fetches become findings, and fast mode steps
+  // every site execution (so siteExecutions() sees all of them).
+  void watchPatchSites();
+
+  const std::vector<CallbackEvent> &callbacks() const { return callbacks_; }
+  std::vector<SiteExecution> siteExecutions() const;
+
+  std::uint64_t symbolAddress(std::string_view name) const; // FatalError when unknown
+  std::string symbolName(std::uint64_t addr, bool withOffset) const; // %ps / %pS
+  model::TraceContext contextOf(const arch::GuestContext &cpu) const;
+
+private:
+  struct ReturnFrame {
+    std::uint64_t returnAddress;
+    std::uint64_t func;
+    std::uint64_t callTime;
+    unsigned users;
+    int depth;
+  };
+
+  std::uint64_t functionAddress(const model::TraceFunction &function);
+  void traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function);
+  void prepareReturn(arch::GuestContext &cpu);
+  void returnToHandler(arch::GuestContext &cpu);
+  void setGraphCaller(bool enable);
+  model::StackSample sampleStack(std::uint64_t ip);
+  std::int64_t taskKey(const arch::GuestContext &cpu) const;
+
+  arch::Image image_;
+  KernelConfig config_;
+  arch::SiteFlavour flavour_ = arch::SiteFlavour::Fentry;
+  std::unique_ptr<sim::Machine> machine_;
+  std::unique_ptr<arch::FtraceTrampolines> trampolines_;
+  std::unique_ptr<arch::PatchProtocol> protocol_;
+  std::unique_ptr<model::ProtocolPatcher> patcher_;
+  std::unique_ptr<model::FtraceCore> core_;
+  std::unique_ptr<model::TraceFs> tracefs_;
+  model::BootReport boot_;
+  std::map<std::uint64_t, model::TraceFunction> stubTargets_; // callback stub -> function
+  std::vector<CallbackEvent> callbacks_;
+  std::map<std::int64_t, std::vector<ReturnFrame>> retStacks_; // per task: current->ret_stack
+  arch::GuestContext *current_ = nullptr; // the CPU inside a callback
+  std::uint64_t currentRegs_ = 0;
+};
+
+} // namespace ftsim::verify

@@ -1,0 +1,332 @@
+#include "ftsim/verify/Kernel.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/model/ImageBoot.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace ftsim::verify {
+namespace {
+
+// The trampolines sit just below kernel text, well within a rel32 call of every site (as
+// ftrace_64.S is part of the kernel's own text).
+constexpr std::uint64_t kTrampolineGap = 0x10000;
+
+std::uint64_t load64(const arch::GuestContext &cpu, std::uint64_t addr) {
+  std::uint8_t b[8] = {};
+  if (!cpu.readMemory(addr, b))
+    FTSIM_PANIC("guest stack word at {:#x} is not mapped", addr);
+  std::uint64_t v = 0;
+  for (unsigned i = 0; i < 8; ++i)
+    v |= std::uint64_t{b[i]} << (8 * i);
+  return v;
+}
+
+void store64(arch::GuestContext &cpu, std::uint64_t addr, std::uint64_t v) {
+  std::uint8_t b[8];
+  for (unsigned i = 0; i < 8; ++i)
+    b[i] = static_cast<std::uint8_t>(v >> (8 * i));
+  if (!cpu.writeMemory(addr, b))
+    FTSIM_PANIC("guest stack word at {:#x} is not mapped", addr);
+}
+
+} // namespace
+
+Kernel::Kernel(arch::Image image, KernelConfig config)
+    : image_(std::move(image)), config_(std::move(config)) {
+  if (!image_.arch)
+    fatal("image {} has no architecture", image_.name);
+  const arch::Arch &isa = *image_.arch;
+  machine_ = std::make_unique<sim::Machine>(isa, config_.machine);
+  machine_->loadImage(image_);
+
+  // Site flavour: which profiling hook the compiler called.
+  const arch::ImageSymbol *fentry = image_.findSymbol("__fentry__");
+  flavour_ = fentry && fentry->addr == image_.mcountAddr ? arch::SiteFlavour::Fentry
+                                                          : arch::SiteFlavour::Mcount;
+  arch::TrampolineRequest request;
+  request.base = (image_.textStart() & ~std::uint64_t{0xfff}) - kTrampolineGap;
+  request.flavour = flavour_;
+  trampolines_ = arch::makeFtraceTrampolines(isa, request);
+  const arch::TrampolineCode &code = trampolines_->code();
+  machine_->mapText(code.base, code.bytes);
+
+  protocol_ = arch::makePatchProtocol(isa, config_.protocol);
+  patcher_ = std::make_unique<model::ProtocolPatcher>(
+      isa, *machine_, *protocol_,
+      [this](const model::TraceFunction &function) { return functionAddress(function); },
+      std::vector<std::uint64_t>{code.ftraceCall, code.ftraceRegsCall});
+
+  model::FtraceConfig ftrace;
+  ftrace.patcher = patcher_.get();
+  ftrace.port = machine_.get();
+  ftrace.addresses = {image_.mcountAddr, code.ftraceCaller, code.ftraceRegsCaller};
+  const model::Symbolizer imageSymbols = model::imageSymbolizer(image_);
+  ftrace.symbolizer = [this, imageSymbols](std::uint64_t addr) -> std::optional<model::SymbolInfo> {
+    for (const arch::ImageSymbol &s : trampolines_->code().symbols)
+      if (addr >= s.addr && addr < s.addr + s.size)
+        return model::SymbolInfo{s.name, s.addr, s.size, {}};
+    return imageSymbols(addr);
+  };
+  core_ = std::make_unique<model::FtraceCore>(std::move(ftrace));
+
+  // ftrace_init(): before any task runs, so every conversion is a plain read-verify-write.
+  boot_ = core_->boot(model::imageBootOptions(image_));
+  if (!boot_.bugs.empty()) {
+    std::string text;
+    for (const auto &bug : boot_.bugs)
+      text += bug.text();
+    fatal("{}: ftrace boot failed:\n{}", image_.name, text);
+  }
+
+  // The C functions the trampolines call.
+  machine_->setHypercall(code.listFuncStub, [this](arch::GuestContext &cpu) {
+    traceCallback(cpu, {model::TraceFunction::Kind::ListFunc, nullptr});
+  });
+  for (std::uint64_t stub : code.callbackStubs)
+    machine_->setHypercall(stub, [this, stub](arch::GuestContext &cpu) {
+      auto it = stubTargets_.find(stub);
+      if (it == stubTargets_.end())
+        FTSIM_PANIC("callback stub {:#x} called before it was assigned", stub);
+      traceCallback(cpu, it->second);
+    });
+  machine_->setHypercall(code.prepareReturnStub,
+                         [this](arch::GuestContext &cpu) { prepareReturn(cpu); });
+  machine_->setHypercall(code.returnHandlerStub,
+                         [this](arch::GuestContext &cpu) { returnToHandler(cpu); });
+
+  model::TraceEnvironment env;
+  env.cpus = config_.machine.cpus;
+  env.context = [this] {
+    if (!current_)
+      FTSIM_PANIC("a tracer asked for the context outside a callback");
+    return contextOf(*current_);
+  };
+  env.sampleStack = [this](std::uint64_t ip) { return sampleStack(ip); };
+  env.setGraphCaller = [this](bool enable) { setGraphCaller(enable); };
+  env.symbol = [this](std::uint64_t addr, bool withOffset) {
+    return symbolName(addr, withOffset);
+  };
+  tracefs_ = std::make_unique<model::TraceFs>(*core_, std::move(env), config_.bufferEntriesPerCpu);
+}
+
+Kernel::~Kernel() = default;
+
+std::uint64_t Kernel::now() const { return machine_->events().size(); }
+
+std::uint64_t Kernel::symbolAddress(std::string_view name) const {
+  for (const arch::ImageSymbol &s : trampolines_->code().symbols)
+    if (s.name == name)
+      return s.addr;
+  if (const arch::ImageSymbol *s = image_.findSymbol(name))
+    return s->addr;
+  fatal("{}: no symbol {}", image_.name, name);
+}
+
+std::string Kernel::symbolName(std::uint64_t addr, bool withOffset) const {
+  std::optional<model::SymbolInfo> symbol = core_->symbolize(addr);
+  if (withOffset)
+    return model::formatSymbolOffset(symbol, addr);
+  return symbol ? symbol->name : fmt::format("{:#x}", addr);
+}
+
+int Kernel::addWorkload(std::string_view name, unsigned cpu, std::uint64_t seed) {
+  const std::string symbol = fmt::format("workload_{}", name);
+  const arch::ImageSymbol *entry = image_.findSymbol(symbol);
+  if (!entry || !entry->function)
+    fatal("{}: no workload '{}' (workloads: sched, mm, fs, boot, mixed, tight)", image_.name, name);
+  return machine_->addTask({symbol, cpu, entry->addr, seed});
+}
+
+void Kernel::patcher(std::function<void(Kernel &)> body) {
+  machine_->startPatcher([this, body = std::move(body)](arch::MachinePort &) { body(*this); });
+}
+
+sim::RunResult Kernel::run(sim::Scheduler &scheduler, std::uint64_t maxEvents) {
+  return machine_->run(scheduler, maxEvents);
+}
+
+// --- The trace functions ftrace_call may call ------------------------------------------------------
+
+// What the `call` at ftrace_call targets for a TraceFunction: ftrace_stub, the list function, or
+// a stub of its own for each distinct ops->func (as each C callback has its own address).
+std::uint64_t Kernel::functionAddress(const model::TraceFunction &function) {
+  const arch::TrampolineCode &code = trampolines_->code();
+  switch (function.kind) {
+  case model::TraceFunction::Kind::Stub:
+    return code.ftraceStub;
+  case model::TraceFunction::Kind::ListFunc:
+    return code.listFuncStub;
+  case model::TraceFunction::Kind::OpsFunc:
+  case model::TraceFunction::Kind::AssistFunc:
+    break;
+  }
+  if (function.kind == model::TraceFunction::Kind::OpsFunc &&
+      (!function.ops || function.ops->has(model::OpsFlag::Stub)))
+    return code.ftraceStub; // graph_ops.func = ftrace_stub
+  for (const auto &[stub, target] : stubTargets_)
+    if (target == function)
+      return stub;
+  if (stubTargets_.size() == code.callbackStubs.size())
+    FTSIM_PANIC("out of callback stubs ({} distinct trace functions)", stubTargets_.size());
+  const std::uint64_t stub = code.callbackStubs[stubTargets_.size()];
+  stubTargets_[stub] = function;
+  return stub;
+}
+
+std::int64_t Kernel::taskKey(const arch::GuestContext &cpu) const {
+  return cpu.task() >= 0 ? cpu.task() : -1 - static_cast<std::int64_t>(cpu.cpu());
+}
+
+model::TraceContext Kernel::contextOf(const arch::GuestContext &cpu) const {
+  model::TraceContext c;
+  c.cpu = cpu.cpu();
+  if (cpu.task() >= 0) {
+    c.pid = cpu.task() + 1;
+    c.comm = machine_->task(cpu.task()).name.substr(0, 15); // TASK_COMM_LEN - 1
+  } else {
+    c.comm = "<idle>";
+  }
+  c.timestampNs = now() * config_.nsPerEvent;
+  return c;
+}
+
+void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function) {
+  const arch::CallbackArgs args = trampolines_->argsOf(cpu);
+  std::unique_ptr<arch::GuestContext> regs;
+  if (args.fullRegs)
+    regs = trampolines_->ptRegs(cpu, args.regs);
+  callbacks_.push_back(
+      {now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs, function.describe()});
+  model::CallSite site{args.ip, args.parentIp, regs.get(),
+                       {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
+  current_ = &cpu;
+  currentRegs_ = args.regs;
+  core_->invoke(function, site);
+  current_ = nullptr;
+}
+
+// The stack of the task in a callback: regs->sp is the traced function's stack pointer at its
+// call site. Return addresses are the words that point just after a call instruction in text
+// (what an unwinder without frame information finds); check_stack() measures each frame by where
+// its return address sits.
+model::StackSample Kernel::sampleStack(std::uint64_t) {
+  model::StackSample sample;
+  if (!current_ || current_->task() < 0)
+    return sample;
+  const std::uint64_t top = machine_->task(current_->task()).stackTop;
+  const std::uint64_t sp = trampolines_->ptRegs(*current_, currentRegs_)->sp();
+  if (sp >= top)
+    return sample;
+  sample.depth = top - sp;
+  for (std::uint64_t p = sp; p + 8 <= top; p += 8) {
+    const std::uint64_t word = load64(*current_, p);
+    const arch::ImageSegment *segment = image_.segmentAt(word);
+    if (!segment || !segment->executable || word < 5)
+      continue;
+    std::uint8_t insn[5] = {};
+    if (!machine_->readText(word - 5, insn) || !image_.arch->callTarget(word - 5, insn))
+      continue;
+    sample.frames.push_back({word, top - p});
+  }
+  return sample;
+}
+
+// --- function_graph -----------------------------------------------------------------------------
+
+// prepare_ftrace_return(self_addr, parent, frame_pointer) -> function_graph_enter(): push the
+// return onto the task's return stack and make the traced function return to return_to_handler.
+void Kernel::prepareReturn(arch::GuestContext &cpu) {
+  const arch::CallbackArgs args = trampolines_->argsOf(cpu);
+  const std::uint64_t old = load64(cpu, args.parentSlot);
+  auto &stack = retStacks_[taskKey(cpu)];
+  const int depth = static_cast<int>(stack.size());
+  const model::TraceContext context = contextOf(cpu);
+  current_ = &cpu;
+  const unsigned users = tracefs_->graphEntry(args.ip, depth, context);
+  current_ = nullptr;
+  if (!users)
+    return;
+  stack.push_back({old, args.ip, context.timestampNs, users, depth});
+  store64(cpu, args.parentSlot, trampolines_->code().returnToHandler);
+}
+
+// ftrace_return_to_handler(): pop the return stack, report the return, give the real return
+// address back to return_to_handler (in rax).
+void Kernel::returnToHandler(arch::GuestContext &cpu) {
+  auto &stack = retStacks_[taskKey(cpu)];
+  if (stack.empty())
+    FTSIM_PANIC("return_to_handler on cpu{} with an empty return stack (ftrace_graph_stop)",
+                cpu.cpu());
+  const ReturnFrame frame = stack.back();
+  stack.pop_back();
+  current_ = &cpu;
+  tracefs_->graphReturn(frame.func, frame.depth, frame.callTime, frame.users, contextOf(cpu));
+  current_ = nullptr;
+  trampolines_->setReturnValue(cpu, frame.returnAddress);
+}
+
+// ftrace_enable_ftrace_graph_caller / ftrace_disable_ftrace_graph_caller: ftrace_mod_jmp() of
+// ftrace_graph_call with text_poke_bp().
+void Kernel::setGraphCaller(bool enable) {
+  const arch::TrampolineCode &code = trampolines_->code();
+  const std::uint64_t target = enable ? code.ftraceGraphCaller : code.ftraceStub;
+  arch::Bytes current(code.siteSize);
+  if (!machine_->readText(code.ftraceGraphCall, current))
+    FTSIM_PANIC("ftrace_graph_call at {:#x} is not mapped", code.ftraceGraphCall);
+  const arch::EncodeResult jmp = image_.arch->jump(code.ftraceGraphCall, target);
+  if (!jmp.ok)
+    FTSIM_PANIC("ftrace_graph_call: {}", jmp.error);
+  if (current == jmp.bytes)
+    return;
+  protocol_->pokeNow({code.ftraceGraphCall, current, jmp.bytes});
+}
+
+// --- Observation ----------------------------------------------------------------------------------
+
+std::vector<PatchSite> Kernel::patchSites() const {
+  const arch::Arch &isa = *image_.arch;
+  const arch::TrampolineCode &code = trampolines_->code();
+  std::vector<PatchSite> sites;
+  core_->records().forEach([&](const model::DynFtrace &rec) {
+    PatchSite site{rec.ip, isa.siteSize(), {isa.nop()}, core_->recordName(rec)};
+    for (std::uint64_t target : {code.ftraceCaller, code.ftraceRegsCaller})
+      site.states.push_back(isa.call(rec.ip, target).bytes);
+    sites.push_back(std::move(site));
+  });
+  std::vector<std::uint64_t> targets = {code.ftraceStub, code.listFuncStub};
+  targets.insert(targets.end(), code.callbackStubs.begin(), code.callbackStubs.end());
+  for (auto [addr, name] : {std::pair{code.ftraceCall, "ftrace_call"},
+                            std::pair{code.ftraceRegsCall, "ftrace_regs_call"}}) {
+    PatchSite site{addr, code.siteSize, {}, name};
+    for (std::uint64_t target : targets)
+      site.states.push_back(isa.call(addr, target).bytes);
+    sites.push_back(std::move(site));
+  }
+  sites.push_back({code.ftraceGraphCall,
+                   code.siteSize,
+                   {isa.jump(code.ftraceGraphCall, code.ftraceStub).bytes,
+                    isa.jump(code.ftraceGraphCall, code.ftraceGraphCaller).bytes},
+                   "ftrace_graph_call"});
+  return sites;
+}
+
+void Kernel::watchPatchSites() {
+  for (PatchSite &site : patchSites())
+    machine_->watchSite(site.addr, site.size, std::move(site.states));
+}
+
+std::vector<SiteExecution> Kernel::siteExecutions() const {
+  std::set<std::uint64_t> ips;
+  core_->records().forEach([&](const model::DynFtrace &rec) { ips.insert(rec.ip); });
+  std::vector<SiteExecution> out;
+  for (const sim::EventRecord &e : machine_->events())
+    if (e.kind == sim::EventKind::Step && ips.count(e.pc))
+      out.push_back({e.index, e.cpu, e.task, e.pc});
+  return out;
+}
+
+} // namespace ftsim::verify
