@@ -17,6 +17,7 @@ void addProtocolsCommand(CLI::App &app, CommandResult &result);
 void addProveCommand(CLI::App &app, CommandResult &result);
 void addBootCommand(CLI::App &app, CommandResult &result);
 void addDemoCommand(CLI::App &app, CommandResult &result);
+void addTraceCommand(CLI::App &app, CommandResult &result);
 
 // The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or
 // the build tree's corpora/ directory this binary was built with.

@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
   ftsim::cli::addProveCommand(app, result);
   ftsim::cli::addBootCommand(app, result);
   ftsim::cli::addDemoCommand(app, result);
+  ftsim::cli::addTraceCommand(app, result);
   std::string known;
   bool isCommand = false;
   for (const CLI::App *sub : app.get_subcommands({})) {

@@ -1,0 +1,108 @@
+// ftsim trace: boot a guest image on the simulated machine, enable a tracer through the simulated
+// tracefs before the workloads start (boot-time patching), run one workload task per CPU under a
+// seeded random schedule, and print what `cat trace` (and optionally trace_stat, stack_trace)
+// shows, in Linux's formats.
+
+#include "Commands.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/Image.h"
+#include "ftsim/sim/RandomScheduler.h"
+#include "ftsim/verify/Kernel.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace ftsim::cli {
+namespace {
+
+struct TraceOptions {
+  std::string arch = "x86_64";
+  unsigned cpus = 4;
+  std::string tracer = "function";
+  std::vector<std::string> filters;
+  std::vector<std::string> notrace;
+  std::vector<std::string> graphFunctions;
+  std::string workload = "mixed";
+  std::string protocol = "int3";
+  std::uint64_t seed = 1;
+  std::string image;
+  bool profile = false;
+  bool stack = false;
+};
+
+void runTrace(const TraceOptions &o, CommandResult &result) {
+  verify::KernelConfig config;
+  config.machine.cpus = o.cpus;
+  config.machine.quantum = 64;
+  config.protocol = o.protocol;
+  verify::Kernel kernel(arch::loadImage(resolveImagePath(o.arch, o.image)), config);
+  model::TraceFs &fs = kernel.tracefs();
+  bool first = true;
+  for (const std::string &f : o.filters) {
+    fs.write("set_ftrace_filter", f, !first);
+    first = false;
+  }
+  first = true;
+  for (const std::string &f : o.notrace) {
+    fs.write("set_ftrace_notrace", f, !first);
+    first = false;
+  }
+  first = true;
+  for (const std::string &f : o.graphFunctions) {
+    fs.write("set_graph_function", f, !first);
+    first = false;
+  }
+  if (o.profile)
+    fs.write("function_profile_enabled", "1");
+  if (o.stack)
+    fs.write("stack_tracer_enabled", "1");
+  fs.write("current_tracer", o.tracer);
+  kernel.watchPatchSites();
+  for (unsigned cpu = 0; cpu < o.cpus; ++cpu)
+    kernel.addWorkload(o.workload, cpu, o.seed + cpu);
+  sim::RandomScheduler scheduler(o.seed);
+  const sim::RunResult run = kernel.run(scheduler, 50'000'000);
+  std::fputs(fs.read("trace").c_str(), stdout);
+  if (o.profile)
+    for (unsigned cpu = 0; cpu < o.cpus; ++cpu)
+      std::fputs(fmt::format("\n# trace_stat/function{}\n{}", cpu,
+                             fs.read(fmt::format("trace_stat/function{}", cpu)))
+                     .c_str(),
+                 stdout);
+  if (o.stack)
+    std::fputs(fmt::format("\n# stack_max_size: {}# stack_trace\n{}", fs.read("stack_max_size"),
+                           fs.read("stack_trace"))
+                   .c_str(),
+               stdout);
+  for (const sim::Finding &finding : kernel.machine().findings())
+    std::fprintf(stderr, "ftsim: %s\n", sim::formatFinding(finding).c_str());
+  if (!kernel.machine().findings().empty() || run.status != sim::RunResult::Status::Completed)
+    result.exitCode = 1;
+}
+
+} // namespace
+
+void addTraceCommand(CLI::App &app, CommandResult &result) {
+  auto *cmd = app.add_subcommand(
+      "trace", "Run guest workloads on the simulated machine with a tracer on and print the trace "
+               "in Linux's format");
+  auto o = std::make_shared<TraceOptions>();
+  cmd->add_option("--arch", o->arch, "architecture (x86_64)")->check(CLI::IsMember({"x86_64"}));
+  cmd->add_option("--cpus", o->cpus, "simulated CPUs (1..8)")->check(CLI::Range(1u, 8u));
+  cmd->add_option("--tracer", o->tracer, "function, function_graph or nop")
+      ->check(CLI::IsMember({"function", "function_graph", "nop"}));
+  cmd->add_option("--filter", o->filters, "set_ftrace_filter pattern (repeatable)");
+  cmd->add_option("--notrace", o->notrace, "set_ftrace_notrace pattern (repeatable)");
+  cmd->add_option("--graph-function", o->graphFunctions, "set_graph_function pattern");
+  cmd->add_option("--workload", o->workload, "sched, mm, fs, boot, mixed or tight (one per CPU)");
+  cmd->add_option("--protocol", o->protocol, "patch protocol (see ftsim protocols)");
+  cmd->add_option("--seed", o->seed, "seed of the random schedule and the workloads");
+  cmd->add_option("--image", o->image, "built-in image name or linked ELF path");
+  cmd->add_flag("--profile", o->profile, "also enable the function profiler (trace_stat)");
+  cmd->add_flag("--stack", o->stack, "also enable the stack tracer (stack_trace)");
+  cmd->callback([o, &result] { runTrace(*o, result); });
+}
+
+} // namespace ftsim::cli
