@@ -15,6 +15,9 @@ struct CommandResult {
 void addMcountCommand(CLI::App &app, CommandResult &result);
 void addProtocolsCommand(CLI::App &app, CommandResult &result);
 void addProveCommand(CLI::App &app, CommandResult &result);
+void addCheckCommand(CLI::App &app, CommandResult &result);
+void addReplayCommand(CLI::App &app, CommandResult &result);
+void addMutantsCommand(CLI::App &app, CommandResult &result);
 void addBootCommand(CLI::App &app, CommandResult &result);
 void addDemoCommand(CLI::App &app, CommandResult &result);
 void addTraceCommand(CLI::App &app, CommandResult &result);

@@ -18,6 +18,9 @@ int main(int argc, char **argv) {
   ftsim::cli::addMcountCommand(app, result);
   ftsim::cli::addProtocolsCommand(app, result);
   ftsim::cli::addProveCommand(app, result);
+  ftsim::cli::addCheckCommand(app, result);
+  ftsim::cli::addReplayCommand(app, result);
+  ftsim::cli::addMutantsCommand(app, result);
   ftsim::cli::addBootCommand(app, result);
   ftsim::cli::addDemoCommand(app, result);
   ftsim::cli::addTraceCommand(app, result);

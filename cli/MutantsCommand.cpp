@@ -1,0 +1,49 @@
+// ftsim mutants: the mutation score of the checkers over every patch protocol variant of an ISA.
+// Exit 0 when every mutant is killed and the correct protocol by none, 1 otherwise.
+
+#include "Commands.h"
+
+#include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Error.h"
+#include "ftsim/verify/Mutants.h"
+
+#include <fmt/format.h>
+
+namespace ftsim::cli {
+
+void addMutantsCommand(CLI::App &app, CommandResult &result) {
+  auto *cmd = app.add_subcommand(
+      "mutants", "Mutation score: run every protocol mutant through the exploration oracles and "
+                 "the Z3 byte-state proof; the correct protocol must survive");
+  auto archName = std::make_shared<std::string>("x86_64");
+  auto all = std::make_shared<bool>(false);
+  cmd->add_option("--arch", *archName, "x86_64 or ppc32");
+  cmd->add_flag("--all-checkers", *all,
+                "run every checker on every mutant (default: stop at the "
+                "first killer)");
+  cmd->callback([archName, all, &result] {
+    const arch::Arch &a = arch::archByName(*archName);
+    if (!a.executable())
+      fatal("--arch {}: mutants need an executable architecture (x86_64, ppc32)", a.name());
+    const auto checkers = verify::defaultMutantCheckers(a);
+    verify::MutationScore score = verify::runMutants(a, checkers, *all);
+    for (const verify::MutantResult &r : score.results) {
+      std::string verdict;
+      if (r.correct)
+        verdict = r.killedBy.empty() ? "survives every checker (correct protocol)"
+                                     : "KILLED (the correct protocol must survive)";
+      else
+        verdict = r.killedBy.empty() ? "SURVIVED" : "killed by " + r.killedBy.front();
+      fmt::print("{:<18} {}\n", r.protocol, verdict);
+      if (!r.difference.empty())
+        fmt::print("{:<18}   mutation: {}\n", "", r.difference);
+      for (std::size_t i = 0; i < r.killedBy.size(); ++i)
+        fmt::print("{:<18}   {}: {}\n", "", r.killedBy[i], r.evidence[i]);
+    }
+    fmt::print("mutation score {}: {}/{} mutants killed; correct protocol {}\n", score.arch,
+               score.killed, score.mutants, score.correctSurvives ? "killed by none" : "KILLED");
+    result.exitCode = score.killed == score.mutants && score.correctSurvives ? 0 : 1;
+  });
+}
+
+} // namespace ftsim::cli

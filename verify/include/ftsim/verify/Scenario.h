@@ -1,0 +1,103 @@
+#pragma once
+// A verification scenario: what runs on the machine (the guest code and its tasks), which sites the
+// patcher rewrites and how (nop->call, call->nop, call->call, through which protocol), the memory
+// models, and the exploration bounds. Scenarios are data (TOML files in corpora/scenarios/) or are
+// built from `ftsim check` flags; both give the same Scenario value.
+//
+// Site-level scenarios (code kind "snippet") need only the arch protocols and the simulator: a
+// hand-built kernel fragment per ISA whose functions have one patch site each, tasks that call
+// them, and two tracer trampolines (A and B) that are host hypercalls recording which CPU, task and
+// site reached them. Engine-level scenarios (code kind "kernel": a booted FtraceCore with tracers,
+// ops registration as the patcher) are described by the same file format, with an `[engine]` table
+// the Kernel integration reads; ScenarioInstance refuses them with a one-line error until it lands.
+//
+// File format (TOML; every key is optional except `arch` and `protocol`):
+//
+//   name = "torn-nop-to-call"          # defaults to the file's stem
+//   source = "Rostedt, Ftrace Kernel Hooks slides"
+//   arch = "x86_64"                    # x86_64 | ppc32
+//   protocol = "direct"                # ftsim protocols
+//   cpus = 2                           # 1..8, the patcher runs on CPU 0
+//   store = "byte"                     # byte | word | line
+//   fetch = "stale"                    # atomic | line | stale
+//   preemption = false                 # offer timer preemptions (needs tasks_per_cpu >= 2)
+//   [code]
+//   kind = "snippet"                   # snippet | kernel
+//   site_offset = 4                    # site address mod 64 (the load address is chosen for it)
+//   calls = 1                          # how many times each task calls each function
+//   tasks_per_cpu = 1
+//   task_cpus = [1]                    # default: every CPU but the patcher's
+//   [[sites]]                          # one function with one patch site each, in one batch
+//   transition = "nop-to-call"         # nop-to-call | call-to-nop | call-to-call
+//   [patch]
+//   order = "ascending"                # the order sites are queued: ascending | descending
+//   [bounds]
+//   max_events = 20000                 # per execution
+//   preemptions = -1                   # CHESS preemption bound, -1: none
+//   max_executions = 200000            # budget of an exhaustive exploration
+//   [expect]
+//   verdict = "violation"              # violation | verified (for the published-scenario tests)
+//   oracle = "torn-fetch"
+
+#include "ftsim/arch/Arch.h"
+#include "ftsim/sim/Models.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ftsim::verify {
+
+// What a site becomes. The trampolines: A is the old call target, B the new one for call->call.
+enum class Transition { NopToCall, CallToNop, CallToCall };
+std::string_view transitionLabel(Transition t);    // "nop-to-call"
+Transition parseTransition(std::string_view text); // FatalError naming the known ones
+
+enum class CodeKind { Snippet, Kernel };
+
+struct ScenarioBounds {
+  std::uint64_t maxEvents = 20000;      // per execution; a longer execution is cut (reported)
+  int preemptions = -1;                 // CHESS bound; -1: unbounded
+  std::uint64_t maxExecutions = 200000; // exhaustive budget; exceeding it is reported, not silent
+};
+
+struct Scenario {
+  std::string name = "site";
+  std::string source; // citation for published scenarios
+  std::string arch = "x86_64";
+  std::string protocol = "int3";
+  unsigned cpus = 2;
+  sim::StoreModel store = sim::StoreModel::Byte;
+  sim::FetchModel fetch = sim::FetchModel::Stale;
+  bool preemption = false;
+  CodeKind code = CodeKind::Snippet;
+  unsigned siteOffset = 4;
+  unsigned calls = 1;
+  unsigned tasksPerCpu = 1;
+  std::vector<unsigned> taskCpus; // empty: every CPU except the patcher's (CPU 0)
+  std::vector<Transition> sites{Transition::NopToCall};
+  bool descending = false; // queue the sites in descending address order
+  ScenarioBounds bounds;
+  std::string expectVerdict; // "", "violation" or "verified"
+  std::string expectOracle;
+
+  // The CPUs that run tasks, resolved.
+  std::vector<unsigned> resolvedTaskCpus() const;
+  // Checks ranges and names against the registries; FatalError naming `origin` and the problem.
+  void validate(const std::string &origin) const;
+  // The TOML text of this scenario (parseScenario(toToml()) == *this): the form embedded in replay
+  // files.
+  std::string toToml() const;
+  // One line for people: "x86_64 int3, 2 CPUs, 1 site (nop-to-call) at offset 4, store byte,
+  // fetch stale, no preemption".
+  std::string describe() const;
+  bool operator==(const Scenario &) const = default;
+};
+
+// Parse a scenario from TOML text. `origin` (a file name) prefixes every error: one line, e.g.
+// "corpora/scenarios/x.toml: unknown key 'cpu' (known: ...)".
+Scenario parseScenario(const std::string &text, const std::string &origin);
+Scenario loadScenarioFile(const std::string &path);
+
+} // namespace ftsim::verify

@@ -1,0 +1,356 @@
+// Scenario files: TOML (toml++), validated key by key so that a broken file is one line naming the
+// file and the problem.
+
+#include "ftsim/verify/Scenario.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/PatchProtocol.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace ftsim::verify {
+
+std::string_view transitionLabel(Transition t) {
+  switch (t) {
+  case Transition::NopToCall:
+    return "nop-to-call";
+  case Transition::CallToNop:
+    return "call-to-nop";
+  case Transition::CallToCall:
+    return "call-to-call";
+  }
+  return "?";
+}
+
+Transition parseTransition(std::string_view text) {
+  for (Transition t : {Transition::NopToCall, Transition::CallToNop, Transition::CallToCall})
+    if (transitionLabel(t) == text)
+      return t;
+  fatal("unknown transition '{}' (known: nop-to-call, call-to-nop, call-to-call)", text);
+}
+
+std::vector<unsigned> Scenario::resolvedTaskCpus() const {
+  if (!taskCpus.empty())
+    return taskCpus;
+  std::vector<unsigned> out;
+  for (unsigned c = 1; c < cpus; ++c)
+    out.push_back(c);
+  return out;
+}
+
+void Scenario::validate(const std::string &origin) const {
+  auto bad = [&](const std::string &what) { fatal("{}: {}", origin, what); };
+  const arch::Arch *a = nullptr;
+  try {
+    a = &arch::archByName(arch);
+  } catch (const FatalError &e) {
+    bad(e.what());
+  }
+  if (!a->executable())
+    bad(fmt::format("arch {} cannot be executed by the simulator (x86_64 and ppc32 can)", arch));
+  try {
+    arch::makePatchProtocol(*a, protocol);
+  } catch (const FatalError &e) {
+    bad(e.what());
+  }
+  if (cpus < 1 || cpus > 8)
+    bad(fmt::format("cpus = {} is out of range (1-8)", cpus));
+  if (siteOffset > 63)
+    bad(fmt::format("site_offset = {} is out of range (0-63)", siteOffset));
+  if (siteOffset % a->insnAlignment() != 0)
+    bad(fmt::format("site_offset = {} is not {}-byte aligned as {} instructions are", siteOffset,
+                    a->insnAlignment(), arch));
+  if (arch == "ppc32" && store == sim::StoreModel::Byte)
+    bad("store = byte is not a real powerpc machine (aligned word stores are atomic): use word "
+        "or line");
+  if (calls < 1 || calls > 64)
+    bad(fmt::format("calls = {} is out of range (1-64)", calls));
+  if (tasksPerCpu < 1 || tasksPerCpu > 4)
+    bad(fmt::format("tasks_per_cpu = {} is out of range (1-4)", tasksPerCpu));
+  if (sites.empty() || sites.size() > 8)
+    bad(fmt::format("{} sites: a scenario patches 1-8 sites", sites.size()));
+  for (unsigned c : resolvedTaskCpus())
+    if (c >= cpus)
+      bad(fmt::format("task_cpus names CPU {} but the machine has {} CPUs", c, cpus));
+  if (resolvedTaskCpus().empty())
+    bad("no CPU runs a task (with 1 CPU, list task_cpus = [0])");
+  if (bounds.maxEvents < 1)
+    bad("max_events must be positive");
+  if (bounds.preemptions < -1)
+    bad(fmt::format("preemptions = {} (use -1 for no bound)", bounds.preemptions));
+  if (!expectVerdict.empty() && expectVerdict != "violation" && expectVerdict != "verified")
+    bad(fmt::format("expect.verdict = '{}' (known: violation, verified)", expectVerdict));
+  if (code == CodeKind::Kernel)
+    bad("code kind 'kernel' (engine-level scenario) needs the Kernel integration, which is not "
+        "built yet; site-level scenarios use kind = \"snippet\"");
+}
+
+std::string Scenario::describe() const {
+  std::string siteList;
+  for (std::size_t i = 0; i < sites.size(); ++i)
+    siteList += (i ? ", " : "") + std::string(transitionLabel(sites[i]));
+  return fmt::format("{} {}, {} CPU{}, {} site{} ({}{}) at offset {}, store {}, fetch {}, {}", arch,
+                     protocol, cpus, cpus == 1 ? "" : "s", sites.size(),
+                     sites.size() == 1 ? "" : "s", siteList,
+                     descending ? ", queued descending" : "", siteOffset,
+                     sim::storeModelName(store), sim::fetchModelName(fetch),
+                     preemption ? fmt::format("preemption ({} tasks per CPU)", tasksPerCpu)
+                                : std::string("no preemption"));
+}
+
+namespace {
+std::string tomlString(const std::string &text) {
+  std::ostringstream out;
+  out << toml::value<std::string>(text);
+  return out.str();
+}
+} // namespace
+
+std::string Scenario::toToml() const {
+  std::string cpuList;
+  for (std::size_t i = 0; i < taskCpus.size(); ++i)
+    cpuList += fmt::format("{}{}", i ? ", " : "", taskCpus[i]);
+  std::string out;
+  out += fmt::format("name = {}\n", tomlString(name));
+  if (!source.empty())
+    out += fmt::format("source = {}\n", tomlString(source));
+  out += fmt::format("arch = \"{}\"\nprotocol = \"{}\"\ncpus = {}\n", arch, protocol, cpus);
+  out += fmt::format("store = \"{}\"\nfetch = \"{}\"\npreemption = {}\n",
+                     sim::storeModelName(store), sim::fetchModelName(fetch), preemption);
+  out +=
+      fmt::format("\n[code]\nkind = \"{}\"\nsite_offset = {}\ncalls = {}\ntasks_per_cpu = {}\n",
+                  code == CodeKind::Snippet ? "snippet" : "kernel", siteOffset, calls, tasksPerCpu);
+  if (!taskCpus.empty())
+    out += fmt::format("task_cpus = [{}]\n", cpuList);
+  for (Transition t : sites)
+    out += fmt::format("\n[[sites]]\ntransition = \"{}\"\n", transitionLabel(t));
+  out += fmt::format("\n[patch]\norder = \"{}\"\n", descending ? "descending" : "ascending");
+  out += fmt::format("\n[bounds]\nmax_events = {}\npreemptions = {}\nmax_executions = {}\n",
+                     bounds.maxEvents, bounds.preemptions, bounds.maxExecutions);
+  if (!expectVerdict.empty() || !expectOracle.empty()) {
+    out += "\n[expect]\n";
+    if (!expectVerdict.empty())
+      out += fmt::format("verdict = \"{}\"\n", expectVerdict);
+    if (!expectOracle.empty())
+      out += fmt::format("oracle = \"{}\"\n", expectOracle);
+  }
+  return out;
+}
+
+namespace {
+
+// Reads one table's keys, refusing unknown ones and wrong types with the file name.
+class TableReader {
+public:
+  TableReader(const toml::table &table, std::string origin, std::string prefix,
+              std::vector<std::string> known)
+      : table_(table), origin_(std::move(origin)), prefix_(std::move(prefix)),
+        known_(std::move(known)) {
+    for (const auto &[key, node] : table_) {
+      const std::string k(key.str());
+      if (std::find(known_.begin(), known_.end(), k) == known_.end()) {
+        std::string list;
+        for (const auto &n : known_)
+          list += (list.empty() ? "" : ", ") + n;
+        fatal("{}: unknown key '{}{}' (known: {})", origin_, prefix_, k, list);
+      }
+    }
+  }
+
+  std::optional<std::string> string(const char *key) const {
+    const toml::node *n = table_.get(key);
+    if (!n)
+      return std::nullopt;
+    if (auto v = n->value<std::string>(); v && n->is_string())
+      return *v;
+    fatal("{}: '{}{}' must be a string", origin_, prefix_, key);
+  }
+
+  std::optional<std::int64_t> integer(const char *key) const {
+    const toml::node *n = table_.get(key);
+    if (!n)
+      return std::nullopt;
+    if (n->is_integer())
+      return *n->value<std::int64_t>();
+    fatal("{}: '{}{}' must be an integer", origin_, prefix_, key);
+  }
+
+  std::optional<unsigned> count(const char *key, std::int64_t lo, std::int64_t hi) const {
+    auto v = integer(key);
+    if (!v)
+      return std::nullopt;
+    if (*v < lo || *v > hi)
+      fatal("{}: '{}{}' = {} is out of range ({}-{})", origin_, prefix_, key, *v, lo, hi);
+    return static_cast<unsigned>(*v);
+  }
+
+  std::optional<bool> boolean(const char *key) const {
+    const toml::node *n = table_.get(key);
+    if (!n)
+      return std::nullopt;
+    if (n->is_boolean())
+      return *n->value<bool>();
+    fatal("{}: '{}{}' must be true or false", origin_, prefix_, key);
+  }
+
+  const toml::table *table(const char *key) const {
+    const toml::node *n = table_.get(key);
+    if (!n)
+      return nullptr;
+    if (!n->is_table())
+      fatal("{}: '{}' must be a table ([{}])", origin_, key, key);
+    return n->as_table();
+  }
+
+  const std::string &origin() const { return origin_; }
+
+private:
+  const toml::table &table_;
+  std::string origin_;
+  std::string prefix_;
+  std::vector<std::string> known_;
+};
+
+template <typename F> auto named(const std::string &origin, const char *key, F parse) {
+  try {
+    return parse();
+  } catch (const FatalError &e) {
+    fatal("{}: {}: {}", origin, key, e.what());
+  }
+}
+
+} // namespace
+
+Scenario parseScenario(const std::string &text, const std::string &origin) {
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error &e) {
+    fatal("{}:{}: {}", origin, e.source().begin.line, e.description());
+  }
+  TableReader top(root, origin, "",
+                  {"name", "source", "arch", "protocol", "cpus", "store", "fetch", "preemption",
+                   "code", "sites", "patch", "bounds", "expect", "engine"});
+  Scenario s;
+  s.name = std::filesystem::path(origin).stem().string();
+  if (auto v = top.string("name"))
+    s.name = *v;
+  if (auto v = top.string("source"))
+    s.source = *v;
+  auto arch = top.string("arch");
+  if (!arch)
+    fatal("{}: missing 'arch' (x86_64 or ppc32)", origin);
+  s.arch = *arch;
+  auto protocol = top.string("protocol");
+  if (!protocol)
+    fatal("{}: missing 'protocol' (see ftsim protocols)", origin);
+  s.protocol = *protocol;
+  if (auto v = top.count("cpus", 1, 8))
+    s.cpus = *v;
+  if (auto v = top.string("store"))
+    s.store = named(origin, "store", [&] { return sim::parseStoreModel(*v); });
+  if (auto v = top.string("fetch"))
+    s.fetch = named(origin, "fetch", [&] { return sim::parseFetchModel(*v); });
+  if (auto v = top.boolean("preemption"))
+    s.preemption = *v;
+  if (const toml::table *code = top.table("code")) {
+    TableReader c(
+        *code, origin, "code.",
+        {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions"});
+    if (auto v = c.string("kind")) {
+      if (*v == "snippet")
+        s.code = CodeKind::Snippet;
+      else if (*v == "kernel")
+        s.code = CodeKind::Kernel;
+      else
+        fatal("{}: code.kind = '{}' (known: snippet, kernel)", origin, *v);
+    }
+    if (auto v = c.count("site_offset", 0, 63))
+      s.siteOffset = *v;
+    if (auto v = c.count("calls", 1, 64))
+      s.calls = *v;
+    if (auto v = c.count("tasks_per_cpu", 1, 4))
+      s.tasksPerCpu = *v;
+    if (const toml::node *n = code->get("task_cpus")) {
+      const toml::array *arr = n->as_array();
+      if (!arr)
+        fatal("{}: 'code.task_cpus' must be an array of CPU numbers", origin);
+      for (const toml::node &e : *arr) {
+        if (!e.is_integer() || *e.value<std::int64_t>() < 0 || *e.value<std::int64_t>() > 7)
+          fatal("{}: 'code.task_cpus' must hold CPU numbers 0-7", origin);
+        s.taskCpus.push_back(static_cast<unsigned>(*e.value<std::int64_t>()));
+      }
+    }
+    if (code->get("image") || code->get("functions"))
+      if (s.code != CodeKind::Kernel)
+        fatal("{}: code.image and code.functions belong to kind = \"kernel\"", origin);
+  }
+  if (const toml::node *n = root.get("sites")) {
+    const toml::array *arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables())
+      fatal("{}: 'sites' must be an array of tables ([[sites]])", origin);
+    s.sites.clear();
+    for (const toml::node &e : *arr) {
+      TableReader site(*e.as_table(), origin, "sites.", {"transition"});
+      auto t = site.string("transition");
+      if (!t)
+        fatal("{}: a [[sites]] entry has no 'transition'", origin);
+      s.sites.push_back(named(origin, "sites.transition", [&] { return parseTransition(*t); }));
+    }
+  }
+  if (const toml::table *patch = top.table("patch")) {
+    TableReader p(*patch, origin, "patch.", {"order"});
+    if (auto v = p.string("order")) {
+      if (*v != "ascending" && *v != "descending")
+        fatal("{}: patch.order = '{}' (known: ascending, descending)", origin, *v);
+      s.descending = *v == "descending";
+    }
+  }
+  if (const toml::table *bounds = top.table("bounds")) {
+    TableReader b(*bounds, origin, "bounds.", {"max_events", "preemptions", "max_executions"});
+    if (auto v = b.integer("max_events")) {
+      if (*v < 1)
+        fatal("{}: bounds.max_events must be positive", origin);
+      s.bounds.maxEvents = static_cast<std::uint64_t>(*v);
+    }
+    if (auto v = b.integer("preemptions")) {
+      if (*v < -1 || *v > 1000)
+        fatal("{}: bounds.preemptions = {} (use -1 for none, or 0-1000)", origin, *v);
+      s.bounds.preemptions = static_cast<int>(*v);
+    }
+    if (auto v = b.integer("max_executions")) {
+      if (*v < 1)
+        fatal("{}: bounds.max_executions must be positive", origin);
+      s.bounds.maxExecutions = static_cast<std::uint64_t>(*v);
+    }
+  }
+  if (const toml::table *expect = top.table("expect")) {
+    TableReader e(*expect, origin, "expect.", {"verdict", "oracle"});
+    if (auto v = e.string("verdict"))
+      s.expectVerdict = *v;
+    if (auto v = e.string("oracle"))
+      s.expectOracle = *v;
+  }
+  if (root.get("engine") && s.code != CodeKind::Kernel)
+    fatal("{}: an [engine] table belongs to code kind = \"kernel\"", origin);
+  s.validate(origin);
+  return s;
+}
+
+Scenario loadScenarioFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fatal("{}: cannot open scenario file", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseScenario(text.str(), path);
+}
+
+} // namespace ftsim::verify

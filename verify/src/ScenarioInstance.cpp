@@ -1,0 +1,304 @@
+// Hand-built guest code for site-level scenarios, one layout for both executable ISAs.
+
+#include "ftsim/verify/ScenarioInstance.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
+
+#include <unicorn/unicorn.h>
+
+#include <algorithm>
+
+namespace ftsim::verify {
+namespace {
+
+constexpr std::uint64_t kX86Text = 0xffffffff81000000ull; // -mcmodel=kernel
+constexpr std::uint64_t kPpcText = 0xc0000000ull;         // PAGE_OFFSET of ppc32
+constexpr std::uint64_t kTextSize = 0x4000;
+// The slide's call `e8 37 2e 00 00`: trampoline A sits 0x2e37 bytes past the first site's end.
+constexpr std::uint64_t kSlideDisplacement = 0x2e37;
+
+struct Layout {
+  std::uint64_t text = 0;
+  std::uint64_t hcSchedule = 0, hcIdle = 0, hcUser = 0, hcExit = 0;
+  std::uint64_t worker = 0;
+  unsigned prologue = 0; // bytes from function entry to the site
+};
+
+class CodeBuffer {
+public:
+  CodeBuffer(std::uint64_t base, std::size_t size, std::uint8_t fill)
+      : base_(base), bytes_(size, fill) {}
+  void put(std::uint64_t at, std::span<const std::uint8_t> bytes) {
+    if (at < base_ || at + bytes.size() > base_ + bytes_.size())
+      FTSIM_PANIC("scenario code at {:#x} outside its text", at);
+    std::copy(bytes.begin(), bytes.end(), bytes_.begin() + static_cast<std::ptrdiff_t>(at - base_));
+  }
+  void put(std::uint64_t at, std::initializer_list<std::uint8_t> bytes) {
+    put(at, std::span<const std::uint8_t>(bytes.begin(), bytes.size()));
+  }
+  void word(std::uint64_t at, std::uint32_t w) { // big-endian powerpc word
+    put(at, {static_cast<std::uint8_t>(w >> 24), static_cast<std::uint8_t>(w >> 16),
+             static_cast<std::uint8_t>(w >> 8), static_cast<std::uint8_t>(w)});
+  }
+  const std::vector<std::uint8_t> &bytes() const { return bytes_; }
+
+private:
+  std::uint64_t base_;
+  std::vector<std::uint8_t> bytes_;
+};
+
+arch::Bytes encodeCall(const arch::Arch &arch, std::uint64_t site, std::uint64_t target) {
+  arch::EncodeResult r = arch.call(site, target);
+  if (!r.ok)
+    FTSIM_PANIC("scenario call {:#x} -> {:#x}: {}", site, target, r.error);
+  return r.bytes;
+}
+
+} // namespace
+
+sim::MachineConfig machineConfigFor(const Scenario &scenario) {
+  sim::MachineConfig c;
+  c.cpus = scenario.cpus;
+  c.storeModel = scenario.store;
+  c.fetchModel = scenario.fetch;
+  c.preemption = scenario.preemption;
+  // Fast mode: instructions outside watched text commute with every store and publication, so
+  // running them as one event loses no behaviour and removes most decisions.
+  c.quantum = 4096;
+  return c;
+}
+
+ScenarioInstance::ScenarioInstance(Scenario scenario)
+    : scenario_(std::move(scenario)), arch_(arch::archByName(scenario_.arch)) {
+  scenario_.validate(scenario_.name);
+  machine_ = std::make_unique<sim::Machine>(arch_, machineConfigFor(scenario_));
+  build();
+}
+
+ScenarioInstance::~ScenarioInstance() {
+  // Abort a patcher still parked in the machine before the protocol it references goes away.
+  if (machine_ && machine_->patcherActive())
+    machine_->restore(initial_);
+}
+
+std::size_t ScenarioInstance::siteIndex(std::uint64_t addr) const {
+  for (std::size_t i = 0; i < sites_.size(); ++i)
+    if (sites_[i].addr == addr)
+      return i;
+  return sites_.size();
+}
+
+std::string ScenarioInstance::siteName(std::uint64_t addr) const {
+  for (std::size_t i = 0; i < sites_.size(); ++i)
+    if (addr >= sites_[i].addr && addr < sites_[i].addr + sites_[i].oldBytes.size())
+      return addr == sites_[i].addr ? fmt::format("site{}", i)
+                                    : fmt::format("site{}+{}", i, addr - sites_[i].addr);
+  return fmt::format("{:#x}", addr);
+}
+
+void ScenarioInstance::recordHit(arch::GuestContext &ctx, unsigned which) {
+  std::uint64_t ret = 0;
+  if (arch_.name() == "x86_64") {
+    std::uint8_t b[8];
+    if (ctx.readMemory(ctx.sp(), b))
+      for (unsigned i = 0; i < 8; ++i)
+        ret |= static_cast<std::uint64_t>(b[i]) << (8 * i);
+  } else {
+    ret = ctx.reg(UC_PPC_REG_LR);
+  }
+  TraceHit hit;
+  hit.event = machine_->events().size();
+  hit.cpu = ctx.cpu();
+  hit.task = ctx.task();
+  hit.site = siteIndex(ret - arch_.siteSize());
+  hit.trampoline = which;
+  trace_.push_back(hit);
+}
+
+void ScenarioInstance::build() {
+  const bool x86 = arch_.name() == "x86_64";
+  Layout l;
+  l.text = x86 ? kX86Text : kPpcText;
+  l.hcSchedule = l.text + 0x00;
+  l.hcIdle = l.text + 0x08;
+  l.hcUser = l.text + 0x10;
+  l.hcExit = l.text + 0x18;
+  l.worker = l.text + 0x40;
+  l.prologue = x86 ? 4 : 12;
+  // Unused text is the ISA's poison: x86 int3 (a stray jump traps, unowned: a guest fault),
+  // powerpc 0 (an illegal instruction).
+  CodeBuffer code(l.text, kTextSize, x86 ? 0xcc : 0x00);
+  const arch::Bytes stub =
+      x86 ? arch::Bytes{0xcc, 0xc3} : arch::Bytes{0x7f, 0xe0, 0x00, 0x08, 0x4e, 0x80, 0x00, 0x20};
+  for (std::uint64_t s : {l.hcSchedule, l.hcIdle, l.hcUser, l.hcExit})
+    code.put(s, stub);
+
+  // Traced functions: f_j in block j+1, its site at = site_offset (mod 64).
+  const unsigned k = scenario_.siteOffset;
+  std::vector<std::uint64_t> functions;
+  for (std::size_t j = 0; j < scenario_.sites.size(); ++j) {
+    const std::uint64_t block = l.text + 0x100 * (j + 1);
+    const std::uint64_t f = block + ((k + 64 - l.prologue) % 64);
+    functions.push_back(f);
+    PatchSiteInfo site;
+    site.addr = f + l.prologue;
+    site.function = f;
+    site.transition = scenario_.sites[j];
+    sites_.push_back(site);
+  }
+  trampA_ = sites_[0].addr + (x86 ? arch_.siteSize() + kSlideDisplacement : 0x2e38);
+  trampB_ = trampA_ + 0x40;
+  code.put(trampA_, stub);
+  code.put(trampB_, stub);
+  for (PatchSiteInfo &site : sites_) {
+    const arch::Bytes nop = arch_.nop();
+    const arch::Bytes callA = encodeCall(arch_, site.addr, trampA_);
+    const arch::Bytes callB = encodeCall(arch_, site.addr, trampB_);
+    switch (site.transition) {
+    case Transition::NopToCall:
+      site.oldBytes = nop, site.newBytes = callA;
+      break;
+    case Transition::CallToNop:
+      site.oldBytes = callA, site.newBytes = nop;
+      break;
+    case Transition::CallToCall:
+      site.oldBytes = callA, site.newBytes = callB;
+      break;
+    }
+    const std::uint64_t f = site.function;
+    if (x86) {
+      code.put(f, {0x55, 0x48, 0x89, 0xe5}); // push %rbp; mov %rsp,%rbp
+      code.put(site.addr, site.oldBytes);
+      code.put(site.addr + 5, {0x5d, 0xc3}); // pop %rbp; ret
+    } else {
+      code.word(f, 0x9421fff0);     // stwu r1,-16(r1)
+      code.word(f + 4, 0x7c0802a6); // mflr r0
+      code.word(f + 8, 0x90010014); // stw r0,20(r1)
+      code.put(site.addr, site.oldBytes);
+      code.word(site.addr + 4, 0x80010014);  // lwz r0,20(r1)
+      code.word(site.addr + 8, 0x7c0803a6);  // mtlr r0
+      code.word(site.addr + 12, 0x38210010); // addi r1,r1,16
+      code.word(site.addr + 16, 0x4e800020); // blr
+    }
+  }
+
+  // worker(seed): acc = seed; `calls` times { for each f_j: acc += 3; f_j(); }; return acc.
+  std::uint64_t at = l.worker;
+  if (x86) {
+    code.put(at, {0x48, 0x89, 0xf8}); // mov %rdi,%rax
+    at += 3;
+    code.put(at, {0xb9, static_cast<std::uint8_t>(scenario_.calls), 0, 0, 0}); // mov $n,%ecx
+    at += 5;
+    const std::uint64_t loop = at;
+    for (std::uint64_t f : functions) {
+      code.put(at, {0x48, 0x83, 0xc0, 0x03}); // add $3,%rax
+      at += 4;
+      code.put(at, encodeCall(arch_, at, f));
+      at += 5;
+    }
+    code.put(at, {0xff, 0xc9}); // dec %ecx
+    at += 2;
+    const auto rel = static_cast<std::uint32_t>(loop - (at + 6));
+    code.put(at, {0x0f, 0x85, static_cast<std::uint8_t>(rel), static_cast<std::uint8_t>(rel >> 8),
+                  static_cast<std::uint8_t>(rel >> 16), static_cast<std::uint8_t>(rel >> 24)});
+    at += 6;
+    code.put(at, {0xc3}); // ret
+  } else {
+    code.word(at, 0x9421fff0);                        // stwu r1,-16(r1)
+    code.word(at + 4, 0x7c0802a6);                    // mflr r0
+    code.word(at + 8, 0x90010014);                    // stw r0,20(r1)
+    code.word(at + 12, 0x38800000 | scenario_.calls); // li r4,calls
+    at += 16;
+    const std::uint64_t loop = at;
+    for (std::uint64_t f : functions) {
+      code.word(at, 0x38630003); // addi r3,r3,3
+      code.put(at + 4, encodeCall(arch_, at + 4, f));
+      at += 8;
+    }
+    code.word(at, 0x3884ffff);     // addi r4,r4,-1
+    code.word(at + 4, 0x2c040000); // cmpwi r4,0
+    const auto disp = static_cast<std::uint32_t>(loop - (at + 8)) & 0xfffc;
+    code.word(at + 8, 0x40820000 | disp); // bne loop
+    code.word(at + 12, 0x80010014);       // lwz r0,20(r1)
+    code.word(at + 16, 0x7c0803a6);       // mtlr r0
+    code.word(at + 20, 0x38210010);       // addi r1,r1,16
+    code.word(at + 24, 0x4e800020);       // blr
+  }
+
+  sim::Machine &m = *machine_;
+  m.mapText(l.text, code.bytes());
+  m.bindHypercall(sim::GuestHypercall::Schedule, l.hcSchedule);
+  m.bindHypercall(sim::GuestHypercall::Idle, l.hcIdle);
+  m.bindHypercall(sim::GuestHypercall::User, l.hcUser);
+  m.bindHypercall(sim::GuestHypercall::Exit, l.hcExit);
+  m.setHypercall(trampA_, [this](arch::GuestContext &ctx) { recordHit(ctx, 0); });
+  m.setHypercall(trampB_, [this](arch::GuestContext &ctx) { recordHit(ctx, 1); });
+  for (const PatchSiteInfo &site : sites_)
+    m.watchSite(site.addr, static_cast<std::uint32_t>(site.oldBytes.size()),
+                {site.oldBytes, site.newBytes});
+  std::uint64_t seed = 0;
+  for (unsigned t = 0; t < scenario_.tasksPerCpu; ++t)
+    for (unsigned cpu : scenario_.resolvedTaskCpus()) {
+      m.addTask({fmt::format("worker{}", seed), cpu, l.worker, seed});
+      ++seed;
+    }
+  initial_ = m.snapshot();
+
+  // The untraced reference run.
+  sim::RoundRobinScheduler rr;
+  m.run(rr, scenario_.bounds.maxEvents);
+  for (std::size_t t = 0; t < m.taskCount(); ++t) {
+    const sim::TaskInfo info = m.task(static_cast<int>(t));
+    if (info.state != sim::TaskState::Exited)
+      FTSIM_PANIC("scenario {}: task {} did not exit in the untraced reference run:\n{}",
+                  scenario_.name, t, m.logText());
+    reference_.push_back(info.result);
+  }
+  m.restore(initial_);
+  trace_.clear();
+}
+
+void ScenarioInstance::begin() {
+  machine_->restore(initial_);
+  trace_.clear();
+  patcherDone_ = false;
+  protocol_ = arch::makePatchProtocol(arch_, scenario_.protocol);
+  std::vector<arch::PatchRequest> requests;
+  for (const PatchSiteInfo &site : sites_)
+    requests.push_back({site.addr, site.oldBytes, site.newBytes});
+  if (scenario_.descending)
+    std::reverse(requests.begin(), requests.end());
+  arch::PatchProtocol *protocol = protocol_.get();
+  machine_->startPatcher([this, protocol, requests](arch::MachinePort &port) {
+    protocol->attach(port);
+    for (const arch::PatchRequest &r : requests)
+      protocol->queue(r);
+    protocol->finish();
+    patcherDone_ = true;
+  });
+}
+
+bool ScenarioInstance::patcherFinished() const { return patcherDone_; }
+
+sim::RunResult ScenarioInstance::runExecution(sim::Scheduler &scheduler,
+                                              const std::function<bool()> &stop) {
+  begin();
+  sim::RunResult total;
+  const std::uint64_t limit = scenario_.bounds.maxEvents;
+  if (!stop) {
+    total = machine_->run(scheduler, limit);
+    return total;
+  }
+  while (total.events < limit) {
+    sim::RunResult r = machine_->run(scheduler, 1);
+    total.events += r.events;
+    total.status = r.status;
+    if (r.status != sim::RunResult::Status::EventLimit || stop())
+      return total;
+  }
+  total.status = sim::RunResult::Status::EventLimit;
+  return total;
+}
+
+} // namespace ftsim::verify
