@@ -3,12 +3,13 @@
 // before the graph entry moved into an ftrace_ops), including the mcount flavour it supported
 // until 562e14f72292 "ftrace/x86: Remove mcount support":
 //
-//   ftrace_caller:      save_mcount_regs                 ; pt_regs-sized frame, rdi = ip, rsi = parent
+//   ftrace_caller:      save_mcount_regs                  ; pt_regs frame, rdi = ip, rsi = parent
 //                       leaq MCOUNT_REG_SIZE+8(%rsp),%rcx ; movq %rcx,RSP(%rsp)
-//                       leaq (%rsp),%rcx                 ; regs (4th argument)
-//                       movq $0,CS(%rsp)                 ; "only ops with REGS flag set have CS"
-//   ftrace_call:        call ftrace_stub                 ; patched: the trace function
-//                       movq RIP(%rsp),%rax ; movq %rax,MCOUNT_REG_SIZE(%rsp)  ; handlers can change RIP
+//                       leaq (%rsp),%rcx                  ; regs (4th argument)
+//                       movq $0,CS(%rsp)                  ; only REGS ops see CS set
+//   ftrace_call:        call ftrace_stub                  ; patched: the trace function
+//                       movq RIP(%rsp),%rax               ; handlers can change RIP:
+//                       movq %rax,MCOUNT_REG_SIZE(%rsp)   ;   it becomes the return address
 //                       restore_mcount_regs
 //                       jmp ftrace_epilogue
 //   ftrace_epilogue:
@@ -16,9 +17,12 @@
 //   ftrace_stub:        ret
 //   ftrace_regs_caller: pushfq ; save_mcount_regs 8 ; save r15..r10, rbx, flags, CS, SS, RSP
 //   ftrace_regs_call:   call ftrace_stub                 ; patched
-//                       flags and RIP back into the return frame, restore, popfq, jmp ftrace_epilogue
-//   ftrace_graph_caller: save_mcount_regs ; rsi = &parent ; call prepare_ftrace_return ; restore ; ret
-//   return_to_handler:  subq $24,%rsp ; save rax, rdx ; rdi = rbp ; call ftrace_return_to_handler
+//                       flags and RIP back into the return frame, restore, popfq,
+//                       jmp ftrace_epilogue
+//   ftrace_graph_caller: save_mcount_regs ; rsi = &parent ; call prepare_ftrace_return
+//                       restore_mcount_regs ; ret
+//   return_to_handler:  subq $24,%rsp ; save rax, rdx ; rdi = rbp
+//                       call ftrace_return_to_handler
 //                       rdi = rax ; restore rdx, rax ; addq $24,%rsp ; jmp *%rdi
 //
 // Differences from Linux, all deliberate:
@@ -41,9 +45,9 @@ namespace ftsim::arch {
 namespace {
 
 // struct pt_regs (arch/x86/include/asm/ptrace.h) offsets, as ftrace_64.S names them.
-constexpr int R15 = 0, R14 = 8, R13 = 16, R12 = 24, RBP = 32, RBX = 40, R11 = 48, R10 = 56,
-              R9 = 64, R8 = 72, RAX = 80, RCX = 88, RDX = 96, RSI = 104, RDI = 112,
-              ORIG_RAX = 120, RIP = 128, CS = 136, EFLAGS = 144, RSP = 152, SS = 160;
+constexpr int R15 = 0, R14 = 8, R13 = 16, R12 = 24, RBP = 32, RBX = 40, R11 = 48, R10 = 56, R9 = 64,
+              R8 = 72, RAX = 80, RCX = 88, RDX = 96, RSI = 104, RDI = 112, ORIG_RAX = 120,
+              RIP = 128, CS = 136, EFLAGS = 144, RSP = 152, SS = 160;
 constexpr int kPtRegsSize = 168;
 constexpr int kMcountRegSize = kPtRegsSize; // MCOUNT_REG_SIZE without a frame-pointer frame
 constexpr int kMcountInsnSize = 5;          // MCOUNT_INSN_SIZE
@@ -118,8 +122,8 @@ public:
 
   Bytes finish() {
     for (const auto &[offset, target] : fixups_) {
-      const std::int64_t rel = static_cast<std::int64_t>(at(target)) -
-                               static_cast<std::int64_t>(base_ + offset + 4);
+      const std::int64_t rel =
+          static_cast<std::int64_t>(at(target)) - static_cast<std::int64_t>(base_ + offset + 4);
       for (unsigned i = 0; i < 4; ++i)
         bytes_[offset + i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(rel) >> (8 * i));
     }
@@ -409,8 +413,8 @@ public:
     const std::uint64_t end = code_.base + code_.bytes.size();
     for (std::size_t i = 0; i < functions.size(); ++i) {
       const std::uint64_t next = i + 1 < functions.size() ? functions[i + 1].first : end;
-      code_.symbols.push_back({functions[i].second, functions[i].first,
-                               next - functions[i].first, true, false, false});
+      code_.symbols.push_back(
+          {functions[i].second, functions[i].first, next - functions[i].first, true, false, false});
     }
   }
 

@@ -36,8 +36,7 @@ constexpr std::string_view kStatPrefix = "trace_stat/function";
 TraceFs::TraceFs(FtraceCore &core, TraceEnvironment environment, std::size_t bufferEntriesPerCpu)
     : core_(core), env_(std::move(environment)), buffer_(env_.cpus, bufferEntriesPerCpu),
       global_(core, "global"), stack_(core, "stack"),
-      graphOps_("graph_ops", {}, OpsFlag::Initialized | OpsFlag::Stub),
-      profiler_(env_.cpus) {
+      graphOps_("graph_ops", {}, OpsFlag::Initialized | OpsFlag::Stub), profiler_(env_.cpus) {
   if (!env_.context || !env_.symbol)
     FTSIM_PANIC("TraceFs needs a context and a symbol callback");
   // function_trace_call() (kernel/trace/trace_functions.c)
@@ -75,8 +74,8 @@ TraceFs::TraceFs(FtraceCore &core, TraceEnvironment environment, std::size_t buf
 TraceFs::~TraceFs() = default;
 
 void TraceFs::invalid(std::string_view file, std::string_view value, std::string_view why) const {
-  throw FtraceError(EINVAL, fmt::format("tracefs: echo '{}' > {}: {} (-EINVAL)", trimmed(value),
-                                        file, why));
+  throw FtraceError(
+      EINVAL, fmt::format("tracefs: echo '{}' > {}: {} (-EINVAL)", trimmed(value), file, why));
 }
 
 // --- tracers -------------------------------------------------------------------------------------
@@ -141,7 +140,8 @@ void TraceFs::updateGraphCaller() {
   graphCallerEnabled_ = wanted;
 }
 
-// --- set_graph_function ---------------------------------------------------------------------------
+// --- set_graph_function
+// ---------------------------------------------------------------------------
 
 void TraceFs::writeGraphHash(bool notrace, std::string_view value, bool append) {
   FtraceHash &target = notrace ? graphNotraceHash_ : graphHash_;
@@ -177,7 +177,8 @@ std::string TraceFs::readGraphHash(bool notrace) const {
   return out;
 }
 
-// --- files -----------------------------------------------------------------------------------------
+// --- files
+// -----------------------------------------------------------------------------------------
 
 void TraceFs::write(std::string_view file, std::string_view value, bool append) {
   if (file == "current_tracer")
@@ -266,9 +267,8 @@ void TraceFs::write(std::string_view file, std::string_view value, bool append) 
   }
   if (file == "available_tracers" || file == "available_filter_functions" ||
       file == "enabled_functions" || file == "stack_trace" || file.starts_with(kStatPrefix))
-    throw FtraceError(EACCES,
-                      fmt::format("tracefs: echo '{}' > {}: read-only file (-EACCES)",
-                                  trimmed(value), file));
+    throw FtraceError(EACCES, fmt::format("tracefs: echo '{}' > {}: read-only file (-EACCES)",
+                                          trimmed(value), file));
   throw FtraceError(ENOENT, fmt::format("tracefs: {}: no such file (-ENOENT)", file));
 }
 
@@ -304,9 +304,9 @@ std::string TraceFs::read(std::string_view file) const {
   if (file == "stack_trace")
     return stackTracer_.show(stackEnabled_, env_.symbol);
   if (file == "trace")
-    return currentTracer_ == "function_graph" ? formatGraphTrace(buffer_, env_.symbol)
-                                              : formatFunctionTrace(buffer_, currentTracer_,
-                                                                    env_.symbol);
+    return currentTracer_ == "function_graph"
+               ? formatGraphTrace(buffer_, env_.symbol)
+               : formatFunctionTrace(buffer_, currentTracer_, env_.symbol);
   if (file.starts_with(kStatPrefix)) {
     const auto cpu = parseNumber(file.substr(kStatPrefix.size()));
     if (!cpu || *cpu >= env_.cpus)
@@ -360,7 +360,8 @@ void TraceFs::graphReturn(std::uint64_t func, int depth, std::uint64_t callTime,
     profiler_.time(context.cpu, func, context.timestampNs - callTime);
   if (users & GraphUserTracer) {
     // trace_graph_return() -> ftrace_graph_addr_finish()
-    if (auto it = graphBitDepth_.find(context.pid); it != graphBitDepth_.end() && it->second == depth)
+    if (auto it = graphBitDepth_.find(context.pid);
+        it != graphBitDepth_.end() && it->second == depth)
       graphBitDepth_.erase(it);
     if (global_.tracingOn()) {
       TraceRecord record;

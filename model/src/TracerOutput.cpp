@@ -137,9 +137,9 @@ std::string formatFunctionTrace(const RingBuffer &buffer, std::string_view trace
 
 char overheadMark(std::uint64_t ns) {
   // The mark[] table of trace_output.c: the first threshold the duration exceeds.
-  static const std::pair<std::uint64_t, char> marks[] = {
-      {1000000000ULL, '$'}, {100000000ULL, '@'}, {10000000ULL, '*'},
-      {1000000ULL, '#'},    {100000ULL, '!'},    {10000ULL, '+'}};
+  static const std::pair<std::uint64_t, char> marks[] = {{1000000000ULL, '$'}, {100000000ULL, '@'},
+                                                         {10000000ULL, '*'},   {1000000ULL, '#'},
+                                                         {100000ULL, '!'},     {10000ULL, '+'}};
   for (auto [threshold, mark] : marks)
     if (ns > threshold)
       return mark;

@@ -3,6 +3,7 @@
 
 #include "KernelFixture.h"
 
+#include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 
@@ -14,6 +15,8 @@ namespace {
 using testing::bootKernel;
 using testing::fastConfig;
 
+const char *const kWorkloads[] = {"sched", "mm", "fs", "mixed"};
+
 TEST(Kernel, BootsX86FentryAndPrintsTheAllocationLine) {
   FTSIM_REQUIRE_IMAGE("x86_64-fentry");
   auto kernel = bootKernel("x86_64-fentry", fastConfig());
@@ -22,13 +25,78 @@ TEST(Kernel, BootsX86FentryAndPrintsTheAllocationLine) {
   EXPECT_GT(report.entries, 30u);
   EXPECT_EQ(report.allocationLine(),
             fmt::format("ftrace: allocating {} entries in 1 pages", report.entries));
-  // Every site is a nop on every CPU's view.
   const arch::Arch &isa = *kernel->image().arch;
   kernel->core().records().forEach([&](const model::DynFtrace &rec) {
     for (unsigned cpu = 0; cpu < 4; ++cpu)
       EXPECT_EQ(kernel->machine().viewBytes(cpu, rec.ip, 5), isa.nop());
   });
 }
+
+// One workload task per CPU 1..3 (CPU 0 is the patcher's); the results, in task order.
+std::vector<std::uint64_t> results(Kernel &kernel, std::size_t tasks) {
+  std::vector<std::uint64_t> out;
+  for (std::size_t t = 0; t < tasks; ++t) {
+    EXPECT_EQ(kernel.machine().task(static_cast<int>(t)).state, sim::TaskState::Exited)
+        << kernel.machine().task(static_cast<int>(t)).name;
+    out.push_back(kernel.machine().task(static_cast<int>(t)).result);
+  }
+  return out;
+}
+
+std::size_t addWorkloads(Kernel &kernel, std::uint64_t seed) {
+  std::size_t n = 0;
+  for (const char *w : kWorkloads) {
+    kernel.addWorkload(w, static_cast<unsigned>(1 + n % 3), seed + n);
+    ++n;
+  }
+  return n;
+}
+
+class Transparency : public ::testing::TestWithParam<const char *> {};
+
+// The transparency oracle: the same checksums untraced, and traced while the patcher switches the
+// function tracer, function_graph and the profiler on and off under random schedules; no finding.
+TEST_P(Transparency, WorkloadsComputeTheSameChecksumsTracedAndUntraced) {
+  FTSIM_REQUIRE_IMAGE(GetParam());
+  std::vector<std::uint64_t> reference;
+  {
+    auto kernel = bootKernel(GetParam(), fastConfig());
+    const std::size_t n = addWorkloads(*kernel, 7);
+    sim::RoundRobinScheduler rr;
+    ASSERT_EQ(kernel->run(rr).status, sim::RunResult::Status::Completed);
+    EXPECT_TRUE(kernel->machine().findings().empty()) << kernel->machine().logText();
+    reference = results(*kernel, n);
+  }
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    auto kernel = bootKernel(GetParam(), fastConfig());
+    kernel->watchPatchSites();
+    const std::size_t n = addWorkloads(*kernel, 7);
+    kernel->patcher([](Kernel &k) {
+      auto &fs = k.tracefs();
+      fs.write("current_tracer", "function");
+      fs.write("set_ftrace_filter", "*sched* put_page");
+      fs.write("current_tracer", "function_graph");
+      fs.write("set_ftrace_filter", "");
+      fs.write("current_tracer", "nop");
+      fs.write("function_profile_enabled", "1");
+      fs.write("current_tracer", "function");
+    });
+    sim::RandomScheduler random(seed);
+    ASSERT_EQ(kernel->run(random).status, sim::RunResult::Status::Completed);
+    EXPECT_TRUE(kernel->machine().findings().empty())
+        << sim::formatFinding(kernel->machine().findings().front());
+    EXPECT_EQ(results(*kernel, n), reference) << "seed " << seed;
+    EXPECT_FALSE(kernel->callbacks().empty());
+    EXPECT_GT(kernel->tracefs().buffer().written(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(X86, Transparency, ::testing::Values("x86_64-fentry", "x86_64-mcount"),
+                         [](const auto &p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
 
 } // namespace
 } // namespace ftsim::verify

@@ -46,7 +46,7 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   // Site flavour: which profiling hook the compiler called.
   const arch::ImageSymbol *fentry = image_.findSymbol("__fentry__");
   flavour_ = fentry && fentry->addr == image_.mcountAddr ? arch::SiteFlavour::Fentry
-                                                          : arch::SiteFlavour::Mcount;
+                                                         : arch::SiteFlavour::Mcount;
   arch::TrampolineRequest request;
   request.base = (image_.textStart() & ~std::uint64_t{0xfff}) - kTrampolineGap;
   request.flavour = flavour_;
@@ -107,9 +107,7 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   };
   env.sampleStack = [this](std::uint64_t ip) { return sampleStack(ip); };
   env.setGraphCaller = [this](bool enable) { setGraphCaller(enable); };
-  env.symbol = [this](std::uint64_t addr, bool withOffset) {
-    return symbolName(addr, withOffset);
-  };
+  env.symbol = [this](std::uint64_t addr, bool withOffset) { return symbolName(addr, withOffset); };
   tracefs_ = std::make_unique<model::TraceFs>(*core_, std::move(env), config_.bufferEntriesPerCpu);
 }
 
@@ -149,7 +147,8 @@ sim::RunResult Kernel::run(sim::Scheduler &scheduler, std::uint64_t maxEvents) {
   return machine_->run(scheduler, maxEvents);
 }
 
-// --- The trace functions ftrace_call may call ------------------------------------------------------
+// --- The trace functions ftrace_call may call
+// ------------------------------------------------------
 
 // What the `call` at ftrace_call targets for a TraceFunction: ftrace_stub, the list function, or
 // a stub of its own for each distinct ops->func (as each C callback has its own address).
@@ -201,8 +200,8 @@ void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &
     regs = trampolines_->ptRegs(cpu, args.regs);
   callbacks_.push_back(
       {now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs, function.describe()});
-  model::CallSite site{args.ip, args.parentIp, regs.get(),
-                       {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
+  model::CallSite site{
+      args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
   current_ = &cpu;
   currentRegs_ = args.regs;
   core_->invoke(function, site);
@@ -285,7 +284,8 @@ void Kernel::setGraphCaller(bool enable) {
   protocol_->pokeNow({code.ftraceGraphCall, current, jmp.bytes});
 }
 
-// --- Observation ----------------------------------------------------------------------------------
+// --- Observation
+// ----------------------------------------------------------------------------------
 
 std::vector<PatchSite> Kernel::patchSites() const {
   const arch::Arch &isa = *image_.arch;

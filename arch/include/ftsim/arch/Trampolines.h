@@ -57,8 +57,8 @@ struct TrampolineCode {
 
 // The arguments a callback stub sees, in the trampoline's calling convention.
 struct CallbackArgs {
-  std::uint64_t ip = 0;       // the call site (return address - MCOUNT_INSN_SIZE)
-  std::uint64_t parentIp = 0; // the traced function's return address (trace callbacks)
+  std::uint64_t ip = 0;         // the call site (return address - MCOUNT_INSN_SIZE)
+  std::uint64_t parentIp = 0;   // the traced function's return address (trace callbacks)
   std::uint64_t parentSlot = 0; // prepare_ftrace_return: where the parent return address lives
   std::uint64_t regs = 0;       // pt_regs on the guest stack (ftrace_regs_caller's 4th argument)
   bool fullRegs = false;        // regs is a full pt_regs (CS set, as in ftrace_regs_caller)

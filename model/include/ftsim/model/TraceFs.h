@@ -88,8 +88,8 @@ private:
   FtraceCore &core_;
   TraceEnvironment env_;
   RingBuffer buffer_;
-  TraceArray global_;       // tr->ops: set_ftrace_filter / set_ftrace_notrace, function probes
-  TraceArray stack_;        // trace_ops of the stack tracer: stack_trace_filter
+  TraceArray global_; // tr->ops: set_ftrace_filter / set_ftrace_notrace, function probes
+  TraceArray stack_;  // trace_ops of the stack tracer: stack_trace_filter
   // graph_ops, the one fgraph user's ops (function_graph tracer or profiler); it shares the
   // global filter (func_hash = &global_ops.local_hash), mirrored here after every write.
   FtraceOps graphOps_;
@@ -99,8 +99,8 @@ private:
   bool graphCallerEnabled_ = false;
   FunctionProfiler profiler_;
   StackTracer stackTracer_;
-  FtraceHash graphHash_;        // set_graph_function (ftrace_graph_hash)
-  FtraceHash graphNotraceHash_; // set_graph_notrace
+  FtraceHash graphHash_;             // set_graph_function (ftrace_graph_hash)
+  FtraceHash graphNotraceHash_;      // set_graph_notrace
   std::map<int, int> graphBitDepth_; // per pid: TRACE_GRAPH_BIT and its depth
 };
 

@@ -52,8 +52,8 @@ struct CallbackEvent {
   int task = -1;
   std::uint64_t ip = 0;
   std::uint64_t parentIp = 0;
-  bool fullRegs = false;   // came through ftrace_regs_caller
-  std::string function;    // TraceFunction::describe()
+  bool fullRegs = false; // came through ftrace_regs_caller
+  std::string function;  // TraceFunction::describe()
 };
 
 // A CPU executing a patch site (from the event log: a Step whose pc is the site).
@@ -109,7 +109,7 @@ public:
   const std::vector<CallbackEvent> &callbacks() const { return callbacks_; }
   std::vector<SiteExecution> siteExecutions() const;
 
-  std::uint64_t symbolAddress(std::string_view name) const; // FatalError when unknown
+  std::uint64_t symbolAddress(std::string_view name) const;          // FatalError when unknown
   std::string symbolName(std::uint64_t addr, bool withOffset) const; // %ps / %pS
   model::TraceContext contextOf(const arch::GuestContext &cpu) const;
 
@@ -143,7 +143,7 @@ private:
   std::map<std::uint64_t, model::TraceFunction> stubTargets_; // callback stub -> function
   std::vector<CallbackEvent> callbacks_;
   std::map<std::int64_t, std::vector<ReturnFrame>> retStacks_; // per task: current->ret_stack
-  arch::GuestContext *current_ = nullptr; // the CPU inside a callback
+  arch::GuestContext *current_ = nullptr;                      // the CPU inside a callback
   std::uint64_t currentRegs_ = 0;
 };
 

@@ -1,0 +1,189 @@
+// The seed slides' example on the running machine: the function tracer on every function and a
+// second ops (perf-like, SAVE_REGS) on `schedule` only, registered while 3 CPUs run workloads.
+// Per-record counts and flags match the slides, the list function is called where both apply,
+// and every call of every enabled function is traced exactly once, counted independently from
+// the machine's event log (each call executes its patch site exactly once).
+
+#include "KernelFixture.h"
+
+#include "ftsim/model/RecordFlags.h"
+#include "ftsim/sim/RandomScheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace ftsim::verify {
+namespace {
+
+using testing::bootKernel;
+using testing::fastConfig;
+
+struct Window {
+  std::uint64_t begin; // the update starts (before it: fully off / on)
+  std::uint64_t end;   // the update is complete
+};
+
+// Per task, the call spans: [site execution, next site execution of the same task).
+struct Span {
+  std::uint64_t begin;
+  std::uint64_t end;
+  std::uint64_t ip;
+  int hits = 0;
+};
+
+void checkExactlyOnce(const std::vector<SiteExecution> &sites,
+                      const std::vector<std::pair<int, std::pair<std::uint64_t, std::uint64_t>>>
+                          &traced, // (task, (event, ip))
+                      const std::vector<std::pair<bool, Window>> &switches,
+                      const std::function<bool(std::uint64_t ip)> &inFilter,
+                      std::string_view what) {
+  std::map<int, std::vector<Span>> spans;
+  for (const SiteExecution &s : sites)
+    spans[s.task].push_back({s.event, UINT64_MAX, s.ip});
+  for (auto &[task, list] : spans)
+    for (std::size_t i = 0; i + 1 < list.size(); ++i)
+      list[i].end = list[i + 1].begin;
+  for (const auto &[task, record] : traced) {
+    auto &list = spans[task];
+    auto it = std::upper_bound(list.begin(), list.end(), record.first,
+                               [](std::uint64_t e, const Span &s) { return e < s.begin; });
+    ASSERT_NE(it, list.begin()) << what << ": a trace record before any site execution";
+    --it;
+    EXPECT_EQ(it->ip, record.second) << what << ": record of another function than the call's";
+    ++it->hits;
+  }
+  // on(e): the state after every switch that completed before e; transition: inside a switch.
+  std::size_t must = 0, mustNot = 0, either = 0;
+  for (const auto &[task, list] : spans)
+    for (const Span &s : list) {
+      bool on = false, fullyOn = true, fullyOff = true;
+      for (const auto &[enable, w] : switches) {
+        if (w.end <= s.begin)
+          on = enable;
+        else if (w.begin < s.end) {
+          fullyOn = fullyOff = false; // an update overlaps the call
+        }
+      }
+      fullyOn = fullyOn && on && inFilter(s.ip);
+      fullyOff = fullyOff && (!on || !inFilter(s.ip));
+      if (fullyOn) {
+        EXPECT_EQ(s.hits, 1) << what << ": call at event " << s.begin << " of task " << task
+                             << " ip " << std::hex << s.ip << std::dec << " span end " << s.end;
+        ++must;
+      } else if (fullyOff) {
+        EXPECT_EQ(s.hits, 0) << what << ": call at event " << s.begin << " of task " << task;
+        ++mustNot;
+      } else {
+        EXPECT_LE(s.hits, 1) << what << ": call at event " << s.begin;
+        ++either;
+      }
+    }
+  EXPECT_GE(must, 10u) << what;
+  EXPECT_GE(mustNot, 10u) << what;
+  ::testing::Test::RecordProperty(std::string(what) + "_exactly_once", static_cast<int>(must));
+}
+
+class TwoOps : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(TwoOps, SlidesExampleOnFourCpusWithTracingSwitchedOnAndOff) {
+  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
+  auto kernel = bootKernel("x86_64-fentry", fastConfig());
+  Kernel &k = *kernel;
+  k.watchPatchSites();
+  for (unsigned cpu = 1; cpu <= 3; ++cpu)
+    for (const char *w : {"sched", "mixed"})
+      k.addWorkload(w, cpu, cpu * 10 + GetParam());
+
+  const std::uint64_t scheduleIp = k.symbolAddress("schedule"); // fentry: the site
+  std::vector<std::pair<int, std::pair<std::uint64_t, std::uint64_t>>> perfCalls;
+  model::FtraceOps perf("perf", {}, model::OpsFlag::SaveRegs);
+  perf.func = [&](std::uint64_t ip, std::uint64_t, model::FtraceOps &, arch::GuestContext *regs) {
+    EXPECT_NE(regs, nullptr) << "SAVE_REGS ops called without pt_regs";
+    if (regs) {
+      EXPECT_EQ(regs->pc(), ip + 5) << "regs->ip is the return address into the function";
+    }
+    perfCalls.push_back({regs ? regs->task() : -2, {k.now(), ip}});
+  };
+  k.core().setFilter(perf, "schedule", true);
+
+  std::vector<std::pair<bool, Window>> functionSwitches, perfSwitches;
+  // `cat trace` before each switch away from the function tracer (a new tracer resets the buffer).
+  std::vector<std::pair<int, std::pair<std::uint64_t, std::uint64_t>>> traced;
+  auto collect = [&](Kernel &kk) {
+    const auto &buffer = kk.tracefs().buffer();
+    EXPECT_EQ(buffer.written(), buffer.entries()) << "the buffer overflowed: enlarge it";
+    for (unsigned cpu = 0; cpu < buffer.cpus(); ++cpu)
+      for (const model::TraceRecord &r : buffer.cpuBuffer(cpu))
+        traced.push_back({r.context.pid - 1, {r.context.timestampNs, r.ip}});
+  };
+  std::uint32_t scheduleFlags = 0, otherFlags = 0;
+  std::string traceFunction;
+  k.patcher([&](Kernel &kk) {
+    // `sleep`: the patcher waits for an RCU-tasks grace period while the workloads run on.
+    auto timed = [&](auto &&action) {
+      const std::uint64_t begin = kk.now();
+      action();
+      const Window window{begin, kk.now()};
+      kk.machine().synchronizeRcuTasks();
+      return window;
+    };
+    kk.machine().synchronizeRcuTasks();
+    functionSwitches.push_back(
+        {true, timed([&] { kk.tracefs().write("current_tracer", "function"); })});
+    perfSwitches.push_back({true, timed([&] { kk.core().registerFunction(perf); })});
+    scheduleFlags = kk.core().lookupRecord(scheduleIp)->flags;
+    otherFlags = kk.core().lookupRecord(kk.symbolAddress("put_page"))->flags;
+    traceFunction = kk.core().traceFunction().describe();
+    collect(kk);
+    functionSwitches.push_back(
+        {false, timed([&] { kk.tracefs().write("current_tracer", "nop"); })});
+    functionSwitches.push_back(
+        {true, timed([&] { kk.tracefs().write("current_tracer", "function"); })});
+    collect(kk);
+    functionSwitches.push_back(
+        {false, timed([&] { kk.tracefs().write("current_tracer", "nop"); })});
+    functionSwitches.push_back(
+        {true, timed([&] { kk.tracefs().write("current_tracer", "function"); })});
+  });
+  sim::RandomScheduler random(GetParam());
+  ASSERT_EQ(k.run(random).status, sim::RunResult::Status::Completed);
+  ASSERT_TRUE(k.machine().findings().empty()) << sim::formatFinding(k.machine().findings().front());
+
+  // The slides' flags (current layout): schedule has two users and wants and has pt_regs; every
+  // other function has the function tracer only.
+  using namespace model::RecordFlag;
+  EXPECT_EQ(scheduleFlags & (Enabled | Regs | RegsEn), Enabled | Regs | RegsEn);
+  EXPECT_EQ(model::recordCount(scheduleFlags), 2u);
+  EXPECT_EQ(otherFlags & (Enabled | Regs | RegsEn), Enabled);
+  EXPECT_EQ(model::recordCount(otherFlags), 1u);
+  EXPECT_EQ(traceFunction, "ftrace_ops_list_func");
+
+  // While both ops were registered, ftrace_call(s) called the list function, and schedule came
+  // through ftrace_regs_caller.
+  std::size_t listCalls = 0;
+  for (const CallbackEvent &c : k.callbacks()) {
+    if (c.event < perfSwitches[0].second.end)
+      continue;
+    if (c.event >= functionSwitches[1].second.begin)
+      break;
+    EXPECT_EQ(c.function, "ftrace_ops_list_func");
+    EXPECT_EQ(c.fullRegs, c.ip == scheduleIp);
+    ++listCalls;
+  }
+  EXPECT_GT(listCalls, 0u);
+
+  // Trace completeness, both ops, against the independent count from the event log.
+  const auto sites = k.siteExecutions();
+  collect(k);
+  checkExactlyOnce(
+      sites, traced, functionSwitches, [](std::uint64_t) { return true; }, "function tracer");
+  checkExactlyOnce(
+      sites, perfCalls, perfSwitches, [&](std::uint64_t ip) { return ip == scheduleIp; },
+      "perf on schedule");
+}
+
+INSTANTIATE_TEST_SUITE_P(RandomSchedules, TwoOps, ::testing::Values(1, 2, 3, 4));
+
+} // namespace
+} // namespace ftsim::verify
