@@ -4,6 +4,7 @@
 #include "ftsim/arch/Arch.h"
 #include "ftsim/verify/Proofs.h"
 #include "ftsim/verify/ProtocolTrace.h"
+#include "ftsim/verify/QuiescenceProof.h"
 
 #include <gtest/gtest.h>
 
@@ -79,4 +80,24 @@ TEST(EncodingProof, TruncatingPpcEncoderMisbranchesAndOursRefuses) {
   ASSERT_TRUE(r.holds);
   EXPECT_NE(r.counterexample.find("long-branch stub is needed"), std::string::npos)
       << r.counterexample;
+}
+
+TEST(QuiescenceProof, RcuTasksFreesOnlyAfterEveryTaskWasQuiescent) {
+  const ProofResult r = proveTrampolineFree(FreeStrategy::RcuTasks, {3, 2, 14, true});
+  EXPECT_TRUE(r.holds) << r.counterexample;
+}
+
+TEST(QuiescenceProof, ImmediateFreeHitsARunningOrPreemptedTask) {
+  const ProofResult r = proveTrampolineFree(FreeStrategy::Immediate, {3, 2, 14, true});
+  ASSERT_FALSE(r.holds);
+  EXPECT_NE(r.counterexample.find("free while task"), std::string::npos) << r.counterexample;
+}
+
+TEST(QuiescenceProof, ScheduleOnEachCpuIsSafeOnlyWithoutPreemption) {
+  const ProofResult preempt = proveTrampolineFree(FreeStrategy::SchedSync, {3, 2, 14, true});
+  ASSERT_FALSE(preempt.holds);
+  // The f3bea49115b2 hazard: the task was preempted inside the trampoline.
+  EXPECT_NE(preempt.counterexample.find("preempted there"), std::string::npos)
+      << preempt.counterexample;
+  EXPECT_TRUE(proveTrampolineFree(FreeStrategy::SchedSync, {3, 2, 14, false}).holds);
 }
