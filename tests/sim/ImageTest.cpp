@@ -41,8 +41,7 @@ class BuiltImage : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(BuiltImage, WorkloadsExitWithInterleavingIndependentResults) {
   const std::string path = std::string(FTSIM_GUEST_DIR) + "/" + GetParam() + "/kernel.elf";
-  if (!std::filesystem::exists(path))
-    GTEST_SKIP() << path << " is not built (build the corpora target)";
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " is not built (target ftsim-guests)";
   arch::Image image = arch::loadImage(path);
   RoundRobinScheduler rr;
   RandomScheduler random(3);
