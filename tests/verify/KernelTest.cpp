@@ -100,3 +100,57 @@ INSTANTIATE_TEST_SUITE_P(X86, Transparency, ::testing::Values("x86_64-fentry", "
 
 } // namespace
 } // namespace ftsim::verify
+
+namespace ftsim::verify {
+namespace {
+
+// The seed's breakpoint walk-through on the machine: while the patcher enables `schedule` with the
+// int3 protocol, CPU 1's instruction view of the site passes through exactly the slides' states
+// (0f 1f 44 00 00 -> cc 1f 44 00 00 -> cc <call tail> -> e8 <call>), observed at every decision.
+TEST(KernelWalkThrough, CpuOneSeesTheSlidesByteStatesWhileScheduleIsEnabled) {
+  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
+  auto kernel = bootKernel("x86_64-fentry", fastConfig(2));
+  Kernel &k = *kernel;
+  const std::uint64_t site = k.symbolAddress("schedule");
+  const arch::Arch &isa = *k.image().arch;
+  k.addWorkload("sched", 1, 3);
+  k.tracefs().write("set_ftrace_filter", "schedule");
+  k.patcher([](Kernel &kk) { kk.tracefs().write("current_tracer", "function"); });
+  std::vector<arch::Bytes> states;
+  sim::FunctionScheduler observe([&](const sim::Machine &m, const sim::DecisionPoint &point) {
+    arch::Bytes now = m.viewBytes(1, site, 5);
+    if (states.empty() || states.back() != now)
+      states.push_back(now);
+    // Prefer the patcher's events, so the walk-through happens while CPU 1 is mid-workload.
+    for (std::uint32_t i = 0; i < point.options; ++i)
+      if (point.kind == sim::DecisionKind::Event &&
+          (point.events[i].kind == sim::EventKind::Store ||
+           point.events[i].kind == sim::EventKind::Publish))
+        return i;
+    return std::uint32_t{0};
+  });
+  ASSERT_EQ(k.run(observe).status, sim::RunResult::Status::Completed);
+  EXPECT_TRUE(k.machine().findings().empty());
+  const arch::Bytes call = isa.call(site, k.trampolines().ftraceCaller).bytes;
+  arch::Bytes int3Nop = isa.nop();
+  int3Nop[0] = 0xcc;
+  arch::Bytes int3Call = call;
+  int3Call[0] = 0xcc;
+  // The slides' four states in order; under the word store model the 4-byte tail may land in
+  // more than one store (the site is not 8-byte aligned), adding states between the 2nd and 3rd,
+  // all of them behind the int3.
+  std::string walk;
+  for (const auto &s : states)
+    walk += arch::hexBytes(s) + " = " + arch::describeBytes(isa, s, site) + "\n";
+  ASSERT_GE(states.size(), 4u) << walk;
+  EXPECT_EQ(states.front(), isa.nop()) << walk;
+  EXPECT_EQ(states[1], int3Nop) << walk;
+  EXPECT_EQ(states[states.size() - 2], int3Call) << walk;
+  EXPECT_EQ(states.back(), call) << walk;
+  for (std::size_t i = 1; i + 1 < states.size(); ++i)
+    EXPECT_EQ(states[i][0], 0xcc) << walk;
+  RecordProperty("walk", walk);
+}
+
+} // namespace
+} // namespace ftsim::verify
