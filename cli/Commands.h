@@ -20,6 +20,7 @@ void addReplayCommand(CLI::App &app, CommandResult &result);
 void addMutantsCommand(CLI::App &app, CommandResult &result);
 void addBootCommand(CLI::App &app, CommandResult &result);
 void addDemoCommand(CLI::App &app, CommandResult &result);
+void addFlagsCommand(CLI::App &app, CommandResult &result);
 void addTraceCommand(CLI::App &app, CommandResult &result);
 
 // The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or

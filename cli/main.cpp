@@ -23,6 +23,7 @@ int main(int argc, char **argv) {
   ftsim::cli::addMutantsCommand(app, result);
   ftsim::cli::addBootCommand(app, result);
   ftsim::cli::addDemoCommand(app, result);
+  ftsim::cli::addFlagsCommand(app, result);
   ftsim::cli::addTraceCommand(app, result);
   std::string known;
   bool isCommand = false;
