@@ -9,6 +9,8 @@
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/ImageBoot.h"
 #include "ftsim/model/ProtocolPatcher.h"
+#include "ftsim/sim/RandomScheduler.h"
+#include "ftsim/verify/Kernel.h"
 #include "ftsim/verify/Proofs.h"
 #include "ftsim/verify/ProtocolTrace.h"
 
@@ -46,6 +48,55 @@ void demoBoot(const std::string &archName) {
       }
 }
 
+// Four CPUs run workload_sched; the patcher (CPU 0) switches the function tracer on for *sched*
+// while they run, through the int3 protocol, and the guests' checksums are compared with an
+// untraced run.
+bool demoLiveTrace() {
+  auto run = [](bool traced, std::string *trace, std::size_t *findings) {
+    verify::KernelConfig config;
+    config.machine.cpus = 4;
+    config.protocol = "int3";
+    verify::Kernel kernel(arch::loadImage(resolveImagePath("x86_64", "")), config);
+    kernel.watchPatchSites();
+    for (unsigned cpu = 1; cpu < 4; ++cpu)
+      kernel.addWorkload("sched", cpu, 40 + cpu);
+    if (traced)
+      kernel.patcher([](verify::Kernel &k) {
+        k.tracefs().write("set_ftrace_filter", "*sched*");
+        k.tracefs().write("current_tracer", "function");
+      });
+    sim::RandomScheduler scheduler(2014);
+    kernel.run(scheduler, 50'000'000);
+    std::vector<std::uint64_t> results;
+    for (unsigned t = 0; t < 3; ++t)
+      results.push_back(kernel.machine().task(static_cast<int>(t)).result);
+    if (trace)
+      *trace = kernel.tracefs().read("trace");
+    if (findings)
+      *findings = kernel.machine().findings().size();
+    return results;
+  };
+  std::string trace;
+  std::size_t findings = 0;
+  const auto untraced = run(false, nullptr, nullptr);
+  const auto traced = run(true, &trace, &findings);
+  std::size_t shown = 0, lines = 0;
+  for (std::size_t pos = 0; pos < trace.size();) {
+    const std::size_t end = trace.find('\n', pos);
+    const std::string line = trace.substr(pos, end - pos);
+    pos = end == std::string::npos ? trace.size() : end + 1;
+    ++lines;
+    if (line.rfind("# entries", 0) == 0 || (line[0] != '#' && shown++ < 8) ||
+        line.rfind("#           TASK", 0) == 0)
+      fmt::print("  {}\n", line);
+  }
+  fmt::print("  ... ({} lines)\n", lines);
+  const bool same = traced == untraced;
+  fmt::print("  checksums traced {} untraced ({} findings: torn fetches, faults)\n",
+             same ? "==" : "!=", findings);
+  return same && findings == 0;
+}
+
 } // namespace
 
 void addDemoCommand(CLI::App &app, CommandResult &result) {
@@ -55,6 +106,10 @@ void addDemoCommand(CLI::App &app, CommandResult &result) {
     section("Boot: every mcount/fentry call site becomes a nop (ftrace_init)");
     demoBoot("x86_64");
     demoBoot("ppc32");
+
+    section("Live tracing: 3 CPUs run workload_sched while CPU 0 enables the function tracer on "
+            "*sched* (int3 protocol, random schedule)");
+    bool ok = demoLiveTrace();
 
     section("The slides' breakpoint walk-through (int3 protocol, real protocol code)");
     const arch::Arch &x86 = arch::archByName("x86_64");
@@ -75,7 +130,6 @@ void addDemoCommand(CLI::App &app, CommandResult &result) {
     }
 
     section("Z3: what a CPU can fetch at the site while it is rewritten");
-    bool ok = true;
     const auto torn =
         verify::proveByteStates(x86, {"direct", sim::StoreModel::Word, sim::FetchModel::Stale,
                                       verify::SiteTransition::NopToCall, 6, 1});
