@@ -49,8 +49,7 @@ BENCHMARK_CAPTURE(explore, int3_2cpu_1site_naive, scenario("int3", 2, 1, T::NopT
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(explore, int3_2cpu_call2call_dpor, scenario("int3", 2, 1, T::CallToCall), true)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(explore, int3_2cpu_call2call_naive, scenario("int3", 2, 1, T::CallToCall),
-                  false)
+BENCHMARK_CAPTURE(explore, int3_2cpu_call2call_naive, scenario("int3", 2, 1, T::CallToCall), false)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(explore, int3_2cpu_2sites_dpor, scenario("int3", 2, 2, T::NopToCall), true)
     ->Unit(benchmark::kMillisecond)

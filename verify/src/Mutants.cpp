@@ -21,7 +21,9 @@ MutantChecker exploreChecker(const arch::Arch &arch, std::string label,
             s.protocol = protocol;
             s.cpus = 2;
             s.store = arch.name() == "x86_64" ? sim::StoreModel::Byte : sim::StoreModel::Word;
-            s.fetch = sim::FetchModel::Stale;
+            // powerpc: an aligned instruction word is fetched atomically (Power ISA Book II);
+            // the per-byte stale model would tear it, so powerpc uses the line model.
+            s.fetch = arch.name() == "x86_64" ? sim::FetchModel::Stale : sim::FetchModel::Line;
             s.sites = sites;
             s.descending = descending;
             ScenarioInstance instance(s);

@@ -148,7 +148,9 @@ void ScenarioInstance::build() {
     sites_.push_back(site);
   }
   trampA_ = sites_[0].addr + (x86 ? arch_.siteSize() + kSlideDisplacement : 0x2e38);
-  trampB_ = trampA_ + 0x40;
+  // B differs from A in two displacement bytes, so a call->call rewrite is not a single-byte
+  // store (the real ftrace_call moves between ftrace_stub and a tracer, far apart).
+  trampB_ = trampA_ + 0x1040;
   code.put(trampA_, stub);
   code.put(trampB_, stub);
   for (PatchSiteInfo &site : sites_) {

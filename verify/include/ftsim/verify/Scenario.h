@@ -60,6 +60,7 @@ struct ScenarioBounds {
   std::uint64_t maxEvents = 20000;      // per execution; a longer execution is cut (reported)
   int preemptions = -1;                 // CHESS bound; -1: unbounded
   std::uint64_t maxExecutions = 200000; // exhaustive budget; exceeding it is reported, not silent
+  bool operator==(const ScenarioBounds &) const = default;
 };
 
 struct Scenario {

@@ -6,7 +6,8 @@
 //
 // The guest (one layout for both ISAs, text at the kernel's base address):
 //   +0x00.. hypercall stubs (schedule, idle, user, exit)
-//   +0x20   trampoline A, +0x28 trampoline B: host hypercalls that record (cpu, task, site)
+//   trampoline A (0x2e37 past the first site's end: the slide's `e8 37 2e 00 00`) and trampoline
+//   B (A + 0x1040): host hypercalls that record (cpu, task, site)
 //   +0x40   worker(seed): acc = seed; `calls` times { for each function f_j: acc += 3; f_j() };
 //           return acc
 //   f_j     a traced function (x86: push %rbp; mov %rsp,%rbp; <site>; pop %rbp; ret; powerpc:
