@@ -252,10 +252,10 @@ TEST(PatchProtocols, EveryVariantNamesItsOneDifference) {
     ASSERT_FALSE(infos.empty());
     EXPECT_TRUE(infos.front().correct);
     EXPECT_TRUE(infos.front().difference.empty());
-    for (std::size_t i = 1; i < infos.size(); ++i) {
-      EXPECT_FALSE(infos[i].correct) << infos[i].name;
-      EXPECT_FALSE(infos[i].difference.empty()) << infos[i].name;
-    }
+    // Every broken variant documents its one difference (a second correct protocol may exist for
+    // another site flavour, e.g. ppc32's mflr-restoring one, and describe what it is for).
+    for (const auto &info : infos)
+      EXPECT_TRUE(info.correct || !info.difference.empty()) << info.name;
   }
   EXPECT_GE(protocolsFor(archByName("x86_64")).size(), 10u);
 }

@@ -1,6 +1,8 @@
 // The ftsim command as a user runs it: its output, its exit status, and one-line errors for bad
 // input.
 
+#include "ftsim/arch/Image.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -17,7 +19,7 @@ struct CommandRun {
   std::string out; // stdout and stderr together
 };
 
-CommandRun ftsim(const std::string &args) {
+CommandRun runFtsim(const std::string &args) {
   CommandRun r;
   const std::string cmd = std::string(FTSIM_EXE) + " " + args + " 2>&1";
   FILE *pipe = popen(cmd.c_str(), "r");
@@ -43,18 +45,18 @@ std::string guest(const std::string &rel) { return std::string(FTSIM_GUEST_DIR) 
 } // namespace
 
 TEST(Cli, BootReproducesTheSeedsAllocationLine) {
-  const CommandRun r = ftsim("boot --arch x86_64 --synthetic 24683");
+  const CommandRun r = runFtsim("boot --arch x86_64 --synthetic 24683");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, "ftrace: allocating 24683 entries in 97 pages\n");
   // ppc32 records are 12 bytes (ip, flags, dyn_arch_ftrace.mod): 341 per page.
-  EXPECT_EQ(ftsim("boot --arch ppc32 --synthetic 24683").out,
+  EXPECT_EQ(runFtsim("boot --arch ppc32 --synthetic 24683").out,
             "ftrace: allocating 24683 entries in 73 pages\n");
 }
 
 TEST(Cli, BootOfBuiltInImagesListsTheirFunctions) {
   for (const char *args :
        {"boot --arch x86_64", "boot --arch x86_64 --image x86_64-mcount", "boot --arch ppc32"}) {
-    const CommandRun r = ftsim(std::string(args) + " --list");
+    const CommandRun r = runFtsim(std::string(args) + " --list");
     EXPECT_EQ(r.status, 0) << args << "\n" << r.out;
     EXPECT_EQ(r.out.rfind("ftrace: allocating 38 entries in 1 pages\n", 0), 0u) << r.out;
     EXPECT_NE(r.out.find("\nschedule\n"), std::string::npos);
@@ -64,14 +66,14 @@ TEST(Cli, BootOfBuiltInImagesListsTheirFunctions) {
 }
 
 TEST(Cli, McountListsSitesInTheSlidesForm) {
-  const CommandRun r = ftsim("mcount " + guest("x86_64-mcount/kernel/sched/core.o"));
+  const CommandRun r = runFtsim("mcount " + guest("x86_64-mcount/kernel/sched/core.o"));
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("&yield + 0x4\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("&schedule + 0x"), std::string::npos) << r.out;
-  const CommandRun f = ftsim("mcount " + guest("x86_64-fentry/kernel/sched/core.o"));
+  const CommandRun f = runFtsim("mcount " + guest("x86_64-fentry/kernel/sched/core.o"));
   EXPECT_NE(f.out.find("&yield + 0x0\n"), std::string::npos) << f.out;
   const CommandRun p =
-      ftsim("mcount " + guest("ppc32-mcount/mm/swap.o") + " " + guest("ppc64-elfv2/mm/swap.o"));
+      runFtsim("mcount " + guest("ppc32-mcount/mm/swap.o") + " " + guest("ppc64-elfv2/mm/swap.o"));
   EXPECT_NE(p.out.find("&put_page + 0x8\n"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("ppc64-elfv2/mm/swap.o:\n"), std::string::npos) << p.out;
 }
@@ -100,7 +102,7 @@ TEST(Cli, BadInputIsOneLineNamingItAndExitTwo) {
       {"boot --arch x86_64 --synthetic 0", "0 functions"},
   };
   for (const auto &[args, named] : cases) {
-    const CommandRun r = ftsim(args);
+    const CommandRun r = runFtsim(args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
     EXPECT_EQ(lines(r.out), 1u) << args << "\n" << r.out;
     EXPECT_NE(r.out.find(named), std::string::npos) << args << "\n" << r.out;
@@ -111,9 +113,10 @@ TEST(Cli, BadInputIsOneLineNamingItAndExitTwo) {
 }
 
 TEST(Cli, ProveExitsZeroWhenAllHoldAndOneWithACounterexample) {
-  const CommandRun ok = ftsim("prove --arch x86_64 --protocol int3 --fetch stale --store byte");
+  const CommandRun ok = runFtsim("prove --arch x86_64 --protocol int3 --fetch stale --store byte");
   EXPECT_EQ(ok.status, 0) << ok.out;
-  const CommandRun bad = ftsim("prove --arch x86_64 --protocol direct --fetch stale --store word");
+  const CommandRun bad =
+      runFtsim("prove --arch x86_64 --protocol direct --fetch stale --store word");
   EXPECT_EQ(bad.status, 1) << bad.out;
   EXPECT_NE(bad.out.find("counterexample: a CPU executing the site"), std::string::npos);
 }
