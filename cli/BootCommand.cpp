@@ -9,7 +9,7 @@
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/ImageBoot.h"
-#include "ftsim/model/ProtocolPatcher.h"
+#include "ftsim/model/Ppc32Patcher.h"
 
 #include <fmt/format.h>
 
@@ -50,9 +50,9 @@ void addBootCommand(CLI::App &app, CommandResult &result) {
       fatal("--image {} is a {} image, not {}", image.name, image.arch->name(), isa.name());
     model::BootTextPort port(image);
     auto protocol = arch::makePatchProtocol(isa, arch::protocolsFor(isa).front().name);
-    model::ProtocolPatcher patcher(isa, port, *protocol);
+    auto patcher = model::makeArchPatcher(isa, port, *protocol, image);
     model::FtraceConfig config;
-    config.patcher = &patcher;
+    config.patcher = patcher.get();
     config.port = &port;
     config.addresses.mcount = image.mcountAddr;
     config.symbolizer = model::imageSymbolizer(image);

@@ -12,6 +12,8 @@ namespace ftsim::arch {
 
 std::unique_ptr<PatchProtocol> makePpc32WordPatch(std::string name, std::string difference,
                                                   bool syncAtFinish);
+std::unique_ptr<PatchProtocol> makePpc32MflrPatch(std::string name, std::string difference,
+                                                  bool wrongOrder, bool gracePeriod);
 
 namespace {
 
@@ -69,6 +71,27 @@ const std::vector<Entry> &table() {
         false},
        [](const Arch &, const ProtocolInfo &info) {
          return makePpc32WordPatch(info.name, info.difference, false);
+       }},
+      {{"word-mflr", "ppc32",
+        "a second correct protocol, not a mutant: also keeps mflr r0 before each site nopped "
+        "while disabled (restore it, RCU-tasks grace period, then bl; the reverse to disable)",
+        true},
+       [](const Arch &, const ProtocolInfo &info) {
+         return makePpc32MflrPatch(info.name, info.difference, false, true);
+       }},
+      {{"word-mflr-wrong-order", "ppc32",
+        "the two words in the wrong order: enabling writes bl before restoring mflr r0, "
+        "disabling nops mflr r0 before the bl",
+        false},
+       [](const Arch &, const ProtocolInfo &info) {
+         return makePpc32MflrPatch(info.name, info.difference, true, true);
+       }},
+      {{"word-mflr-no-grace", "ppc32",
+        "no RCU-tasks grace period between restoring mflr r0 and writing bl (and between the "
+        "two words when disabling)",
+        false},
+       [](const Arch &, const ProtocolInfo &info) {
+         return makePpc32MflrPatch(info.name, info.difference, false, false);
        }},
   };
   return entries;

@@ -1,0 +1,23 @@
+#pragma once
+// ppc32 patch protocols beyond the single word store (registered in the protocol table as
+// word-mflr, word-mflr-wrong-order and word-mflr-no-grace; see makePatchProtocol).
+//
+// The two-instruction site `mflr r0; bl ftrace_caller` (the -fpatchable-function-entry=2 layout,
+// and ppc64 -mprofile-kernel's) with the mflr nopped out while tracing is off: the RFC series
+// "powerpc/ftrace: Additionally nop out the preceding mflr with -mprofile-kernel" (Naveen N. Rao,
+// May 2019, https://lkml.org/lkml/2019/5/20/293; whether it was merged is unconfirmed), after
+// Michael Ellerman's race: a thread interrupted after executing the nopped mflr would run the
+// newly written `bl` with r0 not holding its return address. Enabling therefore writes `mflr r0`,
+// waits for an RCU-tasks grace period (every task has since passed a voluntary schedule, so none
+// is stopped between the two words having executed the old nop), then writes the `bl`; disabling
+// nops the `bl` first and the mflr after another grace period.
+
+#include "ftsim/arch/PatchProtocol.h"
+
+namespace ftsim::arch {
+
+// Whether `protocol` keeps the word before each site as a nop while the site is disabled (so boot
+// must not patch `mflr r0` in, and enabling restores it).
+bool patchesMflrSlot(const PatchProtocol &protocol);
+
+} // namespace ftsim::arch
