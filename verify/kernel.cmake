@@ -2,3 +2,4 @@
 # trampolines and tracers. Included from verify/CMakeLists.txt.
 target_sources(ftsim_verify PRIVATE src/Kernel.cpp)
 target_link_libraries(ftsim_verify PUBLIC ftsim::model)
+target_sources(ftsim_verify PRIVATE src/TrampolineScenario.cpp)

@@ -39,6 +39,7 @@
 
 #include <unicorn/unicorn.h>
 
+#include <climits>
 #include <map>
 
 namespace ftsim::arch {
@@ -379,7 +380,19 @@ public:
       e.ret();
       return e.at(name);
     };
-    code_.listFuncStub = stub("ftrace_ops_list_func");
+    // ftrace_ops_list_func, optionally in two hypercalls: the first reads ftrace_ops_list
+    // (rcu_dereference_raw), the second walks what it read (do_for_each_ftrace_op). Linux walks
+    // with preemption disabled; another CPU can still unlink and free an ops between the read and
+    // the walk, which is why ftrace_shutdown() must wait even when no code changed (0e792b89e680).
+    function(e, "ftrace_ops_list_func");
+    e.int3();
+    if (request.splitListFunction) {
+      e.label("ftrace_ops_list_walk");
+      e.int3();
+      code_.listFuncWalkStub = e.at("ftrace_ops_list_walk");
+    }
+    e.ret();
+    code_.listFuncStub = e.at("ftrace_ops_list_func");
     code_.prepareReturnStub = stub("prepare_ftrace_return");
     code_.returnHandlerStub = stub("ftrace_return_to_handler");
     for (unsigned i = 0; i < request.callbackStubs; ++i)
@@ -397,6 +410,9 @@ public:
     code_.ftraceGraphCaller = e.at("ftrace_graph_caller");
     code_.returnToHandler = e.at("return_to_handler");
     code_.siteSize = arch.siteSize();
+    callerEnd_ = e.at("ftrace_caller_end");
+    regsCallerEnd_ = e.at("ftrace_regs_caller_end");
+    epilogue_ = e.at("ftrace_epilogue");
 
     // Function symbols, sized to the next one (kallsyms for %ps of trampoline addresses).
     std::vector<std::pair<std::uint64_t, std::string>> functions = {
@@ -443,8 +459,68 @@ public:
     cpu.setReg(ucRegister(rax), value);
   }
 
+  bool hasOpsTrampolines() const override { return true; }
+
+  std::uint64_t opsTrampolineSize(bool saveRegs) const override {
+    return opsTrampolineLayout(saveRegs).size;
+  }
+
+  // create_trampoline() (arch/x86/kernel/ftrace.c, Linux 4.x-5.8): copy ftrace_caller (or
+  // ftrace_regs_caller) up to its end label, append "jmp ftrace_epilogue" (the copy cannot reach
+  // the shared epilogue by falling through), and make the copied ftrace_call call the ops' own
+  // callback (ftrace_ops_get_func(ops)) instead of ftrace_stub. The copy holds no other
+  // PC-relative instruction, so nothing else needs relocating.
+  OpsTrampolineCode makeOpsTrampoline(std::uint64_t base, bool saveRegs) const override {
+    if (base % 64)
+      fatal("ops trampoline base {:#x} is not 64-byte aligned", base);
+    const Layout layout = opsTrampolineLayout(saveRegs);
+    const std::uint64_t start = saveRegs ? code_.ftraceRegsCaller : code_.ftraceCaller;
+    const std::uint64_t call = saveRegs ? code_.ftraceRegsCall : code_.ftraceCall;
+    OpsTrampolineCode out;
+    out.base = base;
+    out.saveRegs = saveRegs;
+    out.bytes.assign(code_.bytes.begin() + static_cast<std::ptrdiff_t>(start - code_.base),
+                     code_.bytes.begin() +
+                         static_cast<std::ptrdiff_t>(start - code_.base + layout.copied));
+    out.bytes.resize(layout.size, 0xcc);
+    out.callSite = base + (call - start);
+    out.callbackStub = base + layout.stub;
+    auto rel32 = [&](std::uint64_t at, std::uint8_t opcode, std::uint64_t target) {
+      const std::int64_t rel =
+          static_cast<std::int64_t>(target) - static_cast<std::int64_t>(at + kMcountInsnSize);
+      if (rel < INT32_MIN || rel > INT32_MAX)
+        fatal("ops trampoline at {:#x} is out of rel32 reach of {:#x}", base, target);
+      const std::size_t off = at - base;
+      out.bytes[off] = opcode;
+      for (unsigned i = 0; i < 4; ++i)
+        out.bytes[off + 1 + i] =
+            static_cast<std::uint8_t>(static_cast<std::uint64_t>(rel) >> (8 * i));
+    };
+    rel32(out.callSite, 0xe8, out.callbackStub);
+    rel32(base + layout.copied, 0xe9, epilogue_);
+    out.bytes[layout.stub] = 0xcc; // int3: the ops' callback
+    out.bytes[layout.stub + 1] = 0xc3;
+    return out;
+  }
+
 private:
+  struct Layout {
+    std::uint64_t copied = 0; // bytes of ftrace_caller copied
+    std::uint64_t stub = 0;   // offset of the callback stub
+    std::uint64_t size = 0;
+  };
+  Layout opsTrampolineLayout(bool saveRegs) const {
+    Layout l;
+    l.copied = saveRegs ? regsCallerEnd_ - code_.ftraceRegsCaller : callerEnd_ - code_.ftraceCaller;
+    l.stub = (l.copied + kMcountInsnSize + 15) / 16 * 16;
+    l.size = (l.stub + 2 + 15) / 16 * 16;
+    return l;
+  }
+
   TrampolineCode code_;
+  std::uint64_t callerEnd_ = 0;
+  std::uint64_t regsCallerEnd_ = 0;
+  std::uint64_t epilogue_ = 0;
 };
 
 } // namespace

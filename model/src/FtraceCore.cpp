@@ -430,6 +430,10 @@ void FtraceCore::startup(FtraceOps &ops, unsigned command) {
   ops.flags |= OpsFlag::Initialized;
   addOps(ops);
   ops.savedFunc = ops.func;
+  // ftrace_update_trampoline(): before the records are counted, so that a record this ops alone
+  // traces gets FTRACE_FL_TRAMP.
+  if (config_.trampolines)
+    config_.trampolines->updateTrampoline(ops);
   if (ftraceEnabled_)
     updateFtraceFunction();
 
@@ -494,6 +498,15 @@ void FtraceCore::shutdown(FtraceOps &ops, unsigned command) {
     command |= UpdateTraceFunc;
   }
 
+  // Before 0e792b89e680: "If these are dynamic or per_cpu ops, they still need their data freed.
+  // Since, function tracing is not currently active, we can just free them without synchronizing
+  // all CPUs." — but the list function may still be walking the ops.
+  if ((!command || !ftraceEnabled_) && !config_.freePolicy.syncWhenUnchanged) {
+    if (ops.has(OpsFlag::Dynamic))
+      freeTrampoline(ops);
+    return;
+  }
+
   if (command && ftraceEnabled_) {
     // The trampoline logic looks the removed ops up by its old hashes.
     ops.flags |= OpsFlag::Removing;
@@ -522,15 +535,31 @@ void FtraceCore::shutdown(FtraceOps &ops, unsigned command) {
   // A dynamic ops may be freed by its owner as soon as this returns: every CPU must be out of the
   // list function (synchronize_rcu_tasks_rude) and every task out of any trampoline that called it
   // (synchronize_rcu_tasks; preemption is not a quiescent state). Done even when no code changed:
-  // 0e792b89e680 "ftrace: Fix use-after-free for dynamic ftrace_ops".
+  // 0e792b89e680 "ftrace: Fix use-after-free for dynamic ftrace_ops". The history of this wait is
+  // FtraceConfig::freePolicy (OpsTrampolines.h):
+  //
+  //   CPU 0 (unregister)                    CPU 1, task T
+  //                                         call dynamic_trampoline; save regs ... <preempted>
+  //   sites: call tramp -> nop (+ syncs)
+  //   schedule_on_each_cpu()                (CPU 1 runs another task: it "scheduled")
+  //   free(tramp)                           ... T resumes inside the freed trampoline
+  //
+  // Only synchronize_rcu_tasks() waits for T itself to leave (a voluntary switch, user, idle).
   if (ops.has(OpsFlag::Dynamic)) {
-    config_.port->scheduleOnEachCpu();
-    config_.port->synchronizeRcuTasks();
-    if (ops.has(OpsFlag::AllocTramp) && ops.trampoline) {
-      config_.port->freeText(ops.trampoline, ops.trampolineSize);
-      ops.trampoline = 0;
-      ops.trampolineSize = 0;
-    }
+    if (config_.freePolicy.free != TrampolineFree::Immediate)
+      config_.port->scheduleOnEachCpu();
+    if (config_.freePolicy.free == TrampolineFree::RcuTasks)
+      config_.port->synchronizeRcuTasks();
+    freeTrampoline(ops);
+  }
+}
+
+// ftrace_trampoline_free() -> arch_ftrace_trampoline_free(): only what ftrace allocated.
+void FtraceCore::freeTrampoline(FtraceOps &ops) {
+  if (ops.has(OpsFlag::AllocTramp) && ops.trampoline) {
+    config_.port->freeText(ops.trampoline, ops.trampolineSize);
+    ops.trampoline = 0;
+    ops.trampolineSize = 0;
   }
 }
 
@@ -1026,13 +1055,17 @@ void FtraceCore::clearRecursion(const ExecutionContext &context, int bit) {
 }
 
 void FtraceCore::listFunc(CallSite &site) {
+  // The list is read once, as an RCU reader would; a callback may (un)register ops.
+  const std::vector<FtraceOps *> list = opsList_;
+  listFunc(site, list);
+}
+
+void FtraceCore::listFunc(CallSite &site, const std::vector<FtraceOps *> &list) {
   const int bit = testAndSetRecursion(site.context);
   if (bit < 0) {
     ++recursionsBlocked_;
     return;
   }
-  // The list is read once, as an RCU reader would; a callback may (un)register ops.
-  const std::vector<FtraceOps *> list = opsList_;
   for (FtraceOps *op : list) {
     if (op->has(OpsFlag::Stub))
       continue;

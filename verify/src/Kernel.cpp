@@ -33,6 +33,17 @@ void store64(arch::GuestContext &cpu, std::uint64_t addr, std::uint64_t v) {
     FTSIM_PANIC("guest stack word at {:#x} is not mapped", addr);
 }
 
+// arch_ftrace_update_trampoline() as the core sees it: the Kernel allocates and maps the code.
+class KernelOpsTrampolines final : public model::OpsTrampolineArch {
+public:
+  explicit KernelOpsTrampolines(std::function<void(model::FtraceOps &)> update)
+      : update_(std::move(update)) {}
+  void updateTrampoline(model::FtraceOps &ops) override { update_(ops); }
+
+private:
+  std::function<void(model::FtraceOps &)> update_;
+};
+
 } // namespace
 
 Kernel::Kernel(arch::Image image, KernelConfig config)
@@ -50,6 +61,7 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   arch::TrampolineRequest request;
   request.base = (image_.textStart() & ~std::uint64_t{0xfff}) - kTrampolineGap;
   request.flavour = flavour_;
+  request.splitListFunction = config_.splitListFunction;
   trampolines_ = arch::makeFtraceTrampolines(isa, request);
   const arch::TrampolineCode &code = trampolines_->code();
   machine_->mapText(code.base, code.bytes);
@@ -63,12 +75,24 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   model::FtraceConfig ftrace;
   ftrace.patcher = patcher_.get();
   ftrace.port = machine_.get();
+  ftrace.freePolicy = config_.freePolicy;
+  if (config_.opsTrampolines) {
+    if (!trampolines_->hasOpsTrampolines())
+      fatal("{}: no per-ops ftrace trampolines on {}", image_.name, isa.name());
+    opsTrampolineArch_ = std::make_unique<KernelOpsTrampolines>(
+        [this](model::FtraceOps &ops) { updateOpsTrampoline(ops); });
+    ftrace.trampolines = opsTrampolineArch_.get();
+  }
   ftrace.addresses = {image_.mcountAddr, code.ftraceCaller, code.ftraceRegsCaller};
   const model::Symbolizer imageSymbols = model::imageSymbolizer(image_);
   ftrace.symbolizer = [this, imageSymbols](std::uint64_t addr) -> std::optional<model::SymbolInfo> {
     for (const arch::ImageSymbol &s : trampolines_->code().symbols)
       if (addr >= s.addr && addr < s.addr + s.size)
         return model::SymbolInfo{s.name, s.addr, s.size, {}};
+    // ftrace_add_trampoline_to_kallsyms(): "ftrace_trampoline [__builtin__ftrace]"
+    for (const OpsTrampoline &t : opsTrampolines_)
+      if (addr >= t.addr && addr < t.addr + t.size)
+        return model::SymbolInfo{"ftrace_trampoline", t.addr, t.size, "__builtin__ftrace"};
     return imageSymbols(addr);
   };
   core_ = std::make_unique<model::FtraceCore>(std::move(ftrace));
@@ -83,9 +107,18 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   }
 
   // The C functions the trampolines call.
-  machine_->setHypercall(code.listFuncStub, [this](arch::GuestContext &cpu) {
-    traceCallback(cpu, {model::TraceFunction::Kind::ListFunc, nullptr});
-  });
+  if (code.listFuncWalkStub) {
+    // The read of ftrace_ops_list, one event before the walk (Trampolines.h).
+    machine_->setHypercall(code.listFuncStub, [this](arch::GuestContext &cpu) {
+      listReads_[taskKey(cpu)] = {now(), core_->opsList()};
+    });
+    machine_->setHypercall(code.listFuncWalkStub,
+                           [this](arch::GuestContext &cpu) { listWalk(cpu); });
+  } else {
+    machine_->setHypercall(code.listFuncStub, [this](arch::GuestContext &cpu) {
+      traceCallback(cpu, {model::TraceFunction::Kind::ListFunc, nullptr});
+    });
+  }
   for (std::uint64_t stub : code.callbackStubs)
     machine_->setHypercall(stub, [this, stub](arch::GuestContext &cpu) {
       auto it = stubTargets_.find(stub);
@@ -193,7 +226,8 @@ model::TraceContext Kernel::contextOf(const arch::GuestContext &cpu) const {
   return c;
 }
 
-void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function) {
+void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function,
+                           const std::vector<model::FtraceOps *> *list) {
   const arch::CallbackArgs args = trampolines_->argsOf(cpu);
   std::unique_ptr<arch::GuestContext> regs;
   if (args.fullRegs)
@@ -204,8 +238,95 @@ void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &
       args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
   current_ = &cpu;
   currentRegs_ = args.regs;
-  core_->invoke(function, site);
+  if (list)
+    core_->listFunc(site, *list);
+  else
+    core_->invoke(function, site);
   current_ = nullptr;
+}
+
+// The walk half of ftrace_ops_list_func: every ops on the list it read is dereferenced (its
+// flags and hashes, then maybe its func), so one its owner freed since is a use-after-free.
+void Kernel::listWalk(arch::GuestContext &cpu) {
+  auto it = listReads_.find(taskKey(cpu));
+  if (it == listReads_.end())
+    FTSIM_PANIC("ftrace_ops_list_walk on cpu{} without a read of ftrace_ops_list", cpu.cpu());
+  const ListRead read = std::move(it->second);
+  listReads_.erase(it);
+  std::vector<model::FtraceOps *> live;
+  for (model::FtraceOps *op : read.list) {
+    auto freed = freedOps_.find(op);
+    if (freed == freedOps_.end()) {
+      live.push_back(op);
+      continue;
+    }
+    opsUseAfterFree_.push_back({now(), cpu.cpu(), cpu.task(), trampolines_->argsOf(cpu).ip,
+                                op->name, read.event, freed->second});
+  }
+  traceCallback(cpu, {model::TraceFunction::Kind::ListFunc, nullptr}, &live);
+  callbacks_.back().event = read.event; // the call entered the list function at the read
+}
+
+void Kernel::freeOps(const model::FtraceOps &ops) { freedOps_[&ops] = now(); }
+
+// arch_ftrace_update_trampoline() (arch/x86/kernel/ftrace.c): the first registration allocates
+// and fills the trampoline (create_trampoline, module_alloc: never read by anyone before the
+// sites are patched to call it, so it is written directly); a later one would retarget its call to
+// ftrace_ops_get_func(ops), which here is the stub bound to the ops itself and so never changes.
+void Kernel::updateOpsTrampoline(model::FtraceOps &ops) {
+  if (ops.trampoline)
+    return;
+  const bool saveRegs = ops.has(model::OpsFlag::SaveRegs);
+  const std::uint64_t size = trampolines_->opsTrampolineSize(saveRegs);
+  const std::uint64_t addr = machine_->allocText(size, 0);
+  if (!addr)
+    return; // create_trampoline() failed: the ops keeps using the shared trampolines
+  const arch::OpsTrampolineCode code = trampolines_->makeOpsTrampoline(addr, saveRegs);
+  machine_->pokeText(addr, code.bytes);
+  machine_->setHypercall(code.callbackStub, [this, &ops, addr](arch::GuestContext &cpu) {
+    opsTrampolineCallback(cpu, ops, addr);
+  });
+  ops.trampoline = addr;
+  ops.trampolineSize = size;
+  ops.flags |= model::OpsFlag::AllocTramp;
+  opsTrampolines_.push_back({addr, size, code.callSite, code.callbackStub, &ops, saveRegs});
+}
+
+// The trampoline's ftrace_call: ftrace_ops_get_func(ops) with the ops bound in the trampoline —
+// ops->func, or ftrace_ops_assist_func for an ops that needs recursion or RCU protection.
+void Kernel::opsTrampolineCallback(arch::GuestContext &cpu, model::FtraceOps &ops,
+                                   std::uint64_t trampoline) {
+  const arch::CallbackArgs args = trampolines_->argsOf(cpu);
+  std::unique_ptr<arch::GuestContext> regs;
+  if (args.fullRegs)
+    regs = trampolines_->ptRegs(cpu, args.regs);
+  const bool assist = ops.has(model::OpsFlag::Recursion) || ops.has(model::OpsFlag::Rcu);
+  const model::TraceFunction function{
+      assist ? model::TraceFunction::Kind::AssistFunc : model::TraceFunction::Kind::OpsFunc, &ops};
+  callbacks_.push_back({now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs,
+                        function.describe(), trampoline});
+  model::CallSite site{
+      args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
+  current_ = &cpu;
+  currentRegs_ = args.regs;
+  if (assist)
+    core_->assistFunc(ops, site);
+  else if (ops.func)
+    ops.func(site.ip, site.parentIp, ops, site.regs);
+  current_ = nullptr;
+}
+
+std::uint64_t Kernel::siteTarget(std::uint64_t ip) {
+  arch::Bytes bytes(image_.arch->siteSize());
+  if (!machine_->readText(ip, bytes))
+    return 0;
+  const std::optional<std::uint64_t> target = image_.arch->callTarget(ip, bytes);
+  if (!target)
+    return 0;
+  for (const OpsTrampoline &t : opsTrampolines_)
+    if (*target == t.addr)
+      return t.addr;
+  return 0;
 }
 
 // The stack of the task in a callback: regs->sp is the traced function's stack pointer at its
@@ -295,6 +416,8 @@ std::vector<PatchSite> Kernel::patchSites() const {
     PatchSite site{rec.ip, isa.siteSize(), {isa.nop()}, core_->recordName(rec)};
     for (std::uint64_t target : {code.ftraceCaller, code.ftraceRegsCaller})
       site.states.push_back(isa.call(rec.ip, target).bytes);
+    for (const OpsTrampoline &t : opsTrampolines_)
+      site.states.push_back(isa.call(rec.ip, t.addr).bytes);
     sites.push_back(std::move(site));
   });
   std::vector<std::uint64_t> targets = {code.ftraceStub, code.listFuncStub};

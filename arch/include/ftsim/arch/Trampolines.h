@@ -11,6 +11,7 @@
 // arguments through argsOf()/ptRegs() — the only ISA knowledge the integration needs.
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/MachinePort.h"
 
@@ -31,6 +32,9 @@ struct TrampolineRequest {
   std::uint64_t base = 0; // page aligned; within direct-call reach of every patch site
   SiteFlavour flavour = SiteFlavour::Fentry;
   unsigned callbackStubs = 16; // hypercall stubs for distinct trace functions
+  // ftrace_ops_list_func as a read of ftrace_ops_list and a walk, one event apart
+  // (TrampolineCode::listFuncWalkStub); false: one hypercall does both.
+  bool splitListFunction = false;
 };
 
 struct TrampolineCode {
@@ -49,10 +53,28 @@ struct TrampolineCode {
   // Hypercall stubs: the list function, prepare_ftrace_return, ftrace_return_to_handler, and a
   // pool of stubs the integration assigns to distinct trace functions (ops->func, assist func).
   std::uint64_t listFuncStub = 0;
+  // The second half of ftrace_ops_list_func when it is split in two hypercalls: the first reads
+  // ftrace_ops_list (rcu_dereference), this one walks the ops it read and calls them. One event
+  // apart, so a patcher can unlink and free an ops in between (0e792b89e680). 0: not split.
+  std::uint64_t listFuncWalkStub = 0;
   std::uint64_t prepareReturnStub = 0;
   std::uint64_t returnHandlerStub = 0;
   std::vector<std::uint64_t> callbackStubs;
   std::uint32_t siteSize = 0; // bytes of each patched call/jmp
+};
+
+// A per-ops trampoline (arch/x86/kernel/ftrace.c create_trampoline(), f3bea491): a copy of
+// ftrace_caller (or ftrace_regs_caller for a SAVE_REGS ops) in module memory whose ftrace_call
+// calls the ops' own callback directly, followed by the jump back to ftrace_epilogue. Linux stores
+// the ops pointer at the trampoline's tail and loads it into the callback's third argument; here
+// the C callback is a hypercall stub at the tail, and the integration binds that stub to the ops —
+// the same binding, one address per trampoline.
+struct OpsTrampolineCode {
+  std::uint64_t base = 0;
+  Bytes bytes;
+  std::uint64_t callSite = 0;     // the copied ftrace_call / ftrace_regs_call
+  std::uint64_t callbackStub = 0; // the ops' callback (a hypercall stub at the tail)
+  bool saveRegs = false;          // a copy of ftrace_regs_caller
 };
 
 // The arguments a callback stub sees, in the trampoline's calling convention.
@@ -79,6 +101,18 @@ public:
   virtual std::unique_ptr<GuestContext> ptRegs(GuestContext &cpu, std::uint64_t regs) const = 0;
   // A stub's C return value (rax).
   virtual void setReturnValue(GuestContext &cpu, std::uint64_t value) const = 0;
+
+  // Per-ops trampolines (arch_ftrace_update_trampoline). An ISA without them (Linux: every arch
+  // but x86 before 2014, arm64, powerpc32) keeps the defaults and every ops goes through the
+  // shared trampolines and the list function.
+  virtual bool hasOpsTrampolines() const { return false; }
+  // Bytes an ops trampoline needs (the size to allocText before generating it at its address).
+  virtual std::uint64_t opsTrampolineSize(bool /*saveRegs*/) const { return 0; }
+  // The trampoline's code for `base` (64-byte aligned, within direct-call reach of every site
+  // and of ftrace_epilogue). FatalError when the ISA has none.
+  virtual OpsTrampolineCode makeOpsTrampoline(std::uint64_t /*base*/, bool /*saveRegs*/) const {
+    fatal("no per-ops ftrace trampolines on this ISA");
+  }
 };
 
 // FatalError for an ISA without guest trampolines yet (ppc32: not implemented).

@@ -14,6 +14,7 @@
 #include "ftsim/model/DynFtrace.h"
 #include "ftsim/model/FtraceBug.h"
 #include "ftsim/model/FtraceOps.h"
+#include "ftsim/model/OpsTrampolines.h"
 #include "ftsim/model/Symbolizer.h"
 #include "ftsim/model/TraceFunction.h"
 
@@ -54,6 +55,10 @@ struct FtraceConfig {
   bool withRegs = true;
   // CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS (arm64/riscv): records may call an ops directly.
   bool withCallOps = false;
+  // arch_ftrace_update_trampoline; nullptr: the arch has no per-ops trampolines.
+  OpsTrampolineArch *trampolines = nullptr;
+  // When ftrace_shutdown() frees a DYNAMIC ops' trampoline (and lets its owner free the ops).
+  TrampolineFreePolicy freePolicy;
 };
 
 struct BootOptions {
@@ -160,7 +165,10 @@ public:
   FtraceOps *functionTraceOp() const { return functionTraceOp_; }       // function_trace_op
   // What a trampoline does at its ftrace_call site: run `function` for `site`.
   void invoke(const TraceFunction &function, CallSite &site);
-  void listFunc(CallSite &site);                   // __ftrace_ops_list_func
+  void listFunc(CallSite &site); // __ftrace_ops_list_func
+  // The walk of __ftrace_ops_list_func over a list read earlier (rcu_dereference of
+  // ftrace_ops_list), for a list function split in a read and a walk.
+  void listFunc(CallSite &site, const std::vector<FtraceOps *> &list);
   void assistFunc(FtraceOps &ops, CallSite &site); // ftrace_ops_assist_func
   // ftrace_ops_test(): does `ops` want `ip`? (hasRegs: the caller saved full pt_regs)
   bool opsTest(const FtraceOps &ops, std::uint64_t ip, bool hasRegs) const;
@@ -210,6 +218,7 @@ private:
   FtraceOps *findTrampOpsNew(const DynFtrace &rec) const;
 
   // code update
+  void freeTrampoline(FtraceOps &ops);
   void runUpdateCode(unsigned command);
   void runModifyCode(FtraceOps &ops, unsigned command, const FtraceOpsHash &oldHash);
   void modifyAllCode(unsigned command);

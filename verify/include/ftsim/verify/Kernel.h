@@ -37,6 +37,14 @@ struct KernelConfig {
   // The simulated clock: every machine event lasts this long (a 1 GHz CPU retiring one
   // instruction per cycle when events are instruction steps; a fast-mode Run counts as one).
   std::uint64_t nsPerEvent = 1;
+  // Per-ops trampolines (arch_ftrace_update_trampoline, f3bea491) when the ISA has them. Off by
+  // default: every ops then goes through ftrace_caller and the list function, as before f3bea491.
+  bool opsTrampolines = false;
+  // When ftrace_shutdown() frees a DYNAMIC ops' trampoline (model/OpsTrampolines.h).
+  model::TrampolineFreePolicy freePolicy;
+  // ftrace_ops_list_func reads ftrace_ops_list and walks it one event later (the window of
+  // 0e792b89e680); false: both in one event.
+  bool splitListFunction = false;
 
   static sim::MachineConfig defaultMachine() {
     sim::MachineConfig c;
@@ -52,8 +60,30 @@ struct CallbackEvent {
   int task = -1;
   std::uint64_t ip = 0;
   std::uint64_t parentIp = 0;
-  bool fullRegs = false; // came through ftrace_regs_caller
-  std::string function;  // TraceFunction::describe()
+  bool fullRegs = false;        // came through ftrace_regs_caller
+  std::string function;         // TraceFunction::describe()
+  std::uint64_t trampoline = 0; // the per-ops trampoline it came through (0: the shared ones)
+};
+
+// The list function walked an ops its owner had already freed (0e792b89e680): a use-after-free.
+struct OpsUseAfterFree {
+  std::uint64_t event = 0; // the walk
+  unsigned cpu = 0;
+  int task = -1;
+  std::uint64_t ip = 0;         // the traced call
+  std::string ops;              // its name
+  std::uint64_t readEvent = 0;  // when the walker read ftrace_ops_list
+  std::uint64_t freedEvent = 0; // when the owner freed it
+};
+
+// A live per-ops trampoline (kallsyms: "ftrace_trampoline").
+struct OpsTrampoline {
+  std::uint64_t addr = 0;
+  std::uint64_t size = 0;
+  std::uint64_t callSite = 0;
+  std::uint64_t callbackStub = 0;
+  const model::FtraceOps *ops = nullptr;
+  bool saveRegs = false;
 };
 
 // A CPU executing a patch site (from the event log: a Step whose pc is the site).
@@ -87,6 +117,8 @@ public:
   model::FtraceCore &core() { return *core_; }
   model::TraceFs &tracefs() { return *tracefs_; }
   const arch::PatchProtocol &protocol() const { return *protocol_; }
+  // For patches ftrace does not make (the slides' "another solution": a jmp over the site).
+  arch::PatchProtocol &protocol() { return *protocol_; }
   const arch::TrampolineCode &trampolines() const { return trampolines_->code(); }
   const model::BootReport &bootReport() const { return boot_; }
   arch::SiteFlavour flavour() const { return flavour_; }
@@ -107,6 +139,14 @@ public:
   void watchPatchSites();
 
   const std::vector<CallbackEvent> &callbacks() const { return callbacks_; }
+  // The ops' owner frees it (kfree after unregister_ftrace_function returned): from now on the
+  // list function walking it is a use-after-free, reported in opsUseAfterFree().
+  void freeOps(const model::FtraceOps &ops);
+  const std::vector<OpsUseAfterFree> &opsUseAfterFree() const { return opsUseAfterFree_; }
+  // Every ops trampoline allocated so far (freed ones too: memory is never reused).
+  const std::vector<OpsTrampoline> &opsTrampolines() const { return opsTrampolines_; }
+  // The per-ops trampoline a site calls now, from its bytes (0: none).
+  std::uint64_t siteTarget(std::uint64_t ip);
   std::vector<SiteExecution> siteExecutions() const;
 
   std::uint64_t symbolAddress(std::string_view name) const;          // FatalError when unknown
@@ -123,7 +163,12 @@ private:
   };
 
   std::uint64_t functionAddress(const model::TraceFunction &function);
-  void traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function);
+  void traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function,
+                     const std::vector<model::FtraceOps *> *list = nullptr);
+  void listWalk(arch::GuestContext &cpu);
+  void updateOpsTrampoline(model::FtraceOps &ops);
+  void opsTrampolineCallback(arch::GuestContext &cpu, model::FtraceOps &ops,
+                             std::uint64_t trampoline);
   void prepareReturn(arch::GuestContext &cpu);
   void returnToHandler(arch::GuestContext &cpu);
   void setGraphCaller(bool enable);
@@ -137,11 +182,20 @@ private:
   std::unique_ptr<arch::FtraceTrampolines> trampolines_;
   std::unique_ptr<arch::PatchProtocol> protocol_;
   std::unique_ptr<model::ProtocolPatcher> patcher_;
+  std::unique_ptr<model::OpsTrampolineArch> opsTrampolineArch_;
   std::unique_ptr<model::FtraceCore> core_;
   std::unique_ptr<model::TraceFs> tracefs_;
   model::BootReport boot_;
   std::map<std::uint64_t, model::TraceFunction> stubTargets_; // callback stub -> function
   std::vector<CallbackEvent> callbacks_;
+  std::vector<OpsTrampoline> opsTrampolines_;
+  struct ListRead {
+    std::uint64_t event;
+    std::vector<model::FtraceOps *> list;
+  };
+  std::map<std::int64_t, ListRead> listReads_; // per task: the ops list its list function read
+  std::map<const model::FtraceOps *, std::uint64_t> freedOps_; // -> event of the free
+  std::vector<OpsUseAfterFree> opsUseAfterFree_;
   std::map<std::int64_t, std::vector<ReturnFrame>> retStacks_; // per task: current->ret_stack
   arch::GuestContext *current_ = nullptr;                      // the CPU inside a callback
   std::uint64_t currentRegs_ = 0;
