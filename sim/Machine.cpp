@@ -328,35 +328,42 @@ void Machine::Impl::serialise(unsigned cpu) {
     if (runEnd > runStart)
       uc_ctl_remove_cache(cpus[cpu].uc, runStart, runEnd);
   };
+  const unsigned granule = arch.insnAlignment();
   for (const auto &[addr, values] : cs.history) {
     TextRegion *r = textAt(addr);
-    r->views[cpu].get()[addr - r->base] = r->canonical.get()[addr - r->base];
+    std::memcpy(r->views[cpu].get() + (addr - r->base), r->canonical.get() + (addr - r->base),
+                granule);
     if (addr != runEnd) {
       flush();
       runStart = addr;
     }
-    runEnd = addr + 1;
+    runEnd = addr + granule;
   }
   flush();
   cs.history.clear();
 }
 
-// Stale model: before fetching at `pc`, the scheduler picks, for each byte of the instruction
-// that has held more than one value since the CPU last serialised, which of them it reads. Bytes
-// are chosen in address order and only while they can still belong to the instruction: once the
-// bytes chosen so far decode to an instruction that ends before the next candidate byte, the
-// later bytes cannot matter (x86 decoding consumes bytes in order).
+// Stale model: before fetching at `pc`, the scheduler picks, for each fetch granule of the
+// instruction that has held more than one value since the CPU last serialised, which of them it
+// reads. The granule is the unit of single-copy atomic instruction fetch: a byte on x86 (the SDM
+// leaves cross-modified code "model-specific", so any byte may be stale on its own), an aligned
+// word on powerpc (Power ISA v3.1 Book II 1.4: aligned instruction fetches are single-copy
+// atomic). Granules are chosen in address order and only while they can still belong to the
+// instruction: once the bytes chosen so far decode to an instruction that ends before the next
+// candidate, the later ones cannot matter (x86 decoding consumes bytes in order).
 void Machine::Impl::chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &scheduler) {
   CpuState &cs = state.cpus[cpu];
   TextRegion *r = textAt(pc);
   if (!r)
     return;
+  const unsigned granule = arch.insnAlignment();
   std::uint64_t end = std::min(pc + maxInsn, r->base + r->size);
   std::uint8_t *view = r->views[cpu].get();
   std::uint64_t lo = 0, hi = 0;
-  for (auto it = cs.history.lower_bound(pc); it != cs.history.end() && it->first < end; ++it) {
+  for (auto it = cs.history.lower_bound(pc - pc % granule);
+       it != cs.history.end() && it->first < end; ++it) {
     std::uint64_t addr = it->first;
-    if (addr > pc && arch.insnAlignment() == 1) {
+    if (addr > pc && granule == 1) {
       std::span<const std::uint8_t> bytes(view + (pc - r->base), end - pc);
       auto insns = arch.disassemble(bytes, pc);
       if (!insns.empty() && pc + insns.front().size <= addr)
@@ -364,17 +371,17 @@ void Machine::Impl::chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &
     }
     DecisionPoint point;
     point.kind = DecisionKind::StaleByte;
-    point.options = static_cast<std::uint32_t>(it->second.size());
+    point.options = static_cast<std::uint32_t>(it->second.size() / granule);
     point.cpu = cpu;
     point.addr = addr;
     point.values = it->second;
     std::uint32_t choice = decide(scheduler, point);
-    std::uint8_t value = it->second[choice];
-    std::uint8_t &slot = view[addr - r->base];
-    if (slot != value) {
-      slot = value;
+    const std::uint8_t *value = it->second.data() + std::size_t{choice} * granule;
+    std::uint8_t *slot = view + (addr - r->base);
+    if (std::memcmp(slot, value, granule) != 0) {
+      std::memcpy(slot, value, granule);
       lo = lo == hi ? addr : lo;
-      hi = addr + 1;
+      hi = addr + granule;
     }
   }
   if (hi > lo)
@@ -699,27 +706,41 @@ void Machine::Impl::applyStore() {
   TextRegion *r = textRange(addr, bytes.size());
   FTSIM_ASSERT(r);
   const std::uint64_t off = addr - r->base;
+  const unsigned granule = arch.insnAlignment();
   for (unsigned c = 0; c < config.cpus; ++c) {
     // The writing CPU sees its own stores (x86 self-modifying-code detection; a powerpc CPU
     // reads its own stores through its data cache once it syncs, which the patcher does).
     if (c == config.patcherCpu || config.fetchModel == FetchModel::Atomic) {
       std::memcpy(r->views[c].get() + off, bytes.data(), bytes.size());
       uc_ctl_remove_cache(cpus[c].uc, addr, addr + bytes.size());
-      // A byte this CPU still had stale history for is now exactly canonical.
+      // A granule this CPU still had stale history for is now exactly canonical.
       auto &h = state.cpus[c].history;
-      h.erase(h.lower_bound(addr), h.lower_bound(addr + bytes.size()));
+      h.erase(h.lower_bound(addr - addr % granule), h.lower_bound(addr + bytes.size()));
     } else if (config.fetchModel == FetchModel::Line) {
       for (std::uint64_t line = lineOf(addr); line < addr + bytes.size(); line += kLineSize)
         state.cpus[c].dirtyLines.insert(line);
     } else {
-      for (std::size_t i = 0; i < bytes.size(); ++i) {
-        std::vector<std::uint8_t> &h = state.cpus[c].history[addr + i];
+      // Record, per fetch granule the store touches, its value before and after the store.
+      for (std::uint64_t g = addr - addr % granule; g < addr + bytes.size(); g += granule) {
+        const std::uint64_t goff = g - r->base;
+        std::uint8_t after[8];
+        std::memcpy(after, r->canonical.get() + goff, granule);
+        for (unsigned i = 0; i < granule; ++i)
+          if (g + i >= addr && g + i < addr + bytes.size())
+            after[i] = bytes[g + i - addr];
+        std::vector<std::uint8_t> &h = state.cpus[c].history[g];
+        auto holds = [&](const std::uint8_t *v) {
+          for (std::size_t k = 0; k < h.size(); k += granule)
+            if (std::memcmp(h.data() + k, v, granule) == 0)
+              return true;
+          return false;
+        };
         if (h.empty())
-          h.push_back(r->canonical.get()[off + i]);
-        if (std::find(h.begin(), h.end(), bytes[i]) == h.end())
-          h.push_back(bytes[i]);
-        if (h.size() == 1)
-          state.cpus[c].history.erase(addr + i);
+          h.insert(h.end(), r->canonical.get() + goff, r->canonical.get() + goff + granule);
+        if (!holds(after))
+          h.insert(h.end(), after, after + granule);
+        if (h.size() == granule)
+          state.cpus[c].history.erase(g);
       }
     }
   }
@@ -1001,7 +1022,8 @@ void Machine::pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) 
     std::memcpy(r->views[c].get() + off, bytes.data(), bytes.size());
     uc_ctl_remove_cache(m.cpus[c].uc, addr, addr + bytes.size());
     auto &h = m.state.cpus[c].history;
-    h.erase(h.lower_bound(addr), h.lower_bound(addr + bytes.size()));
+    h.erase(h.lower_bound(addr - addr % m.arch.insnAlignment()),
+            h.lower_bound(addr + bytes.size()));
   }
 }
 

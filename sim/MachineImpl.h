@@ -69,8 +69,9 @@ struct CpuState {
   bool ipiPending = false;
   bool halfFetched = false;
   std::uint64_t switches = 0;
-  std::set<std::uint64_t> dirtyLines;                         // line model: view lines behind
-  std::map<std::uint64_t, std::vector<std::uint8_t>> history; // stale model: values since sync
+  std::set<std::uint64_t> dirtyLines; // line model: view lines behind
+  std::map<std::uint64_t, std::vector<std::uint8_t>>
+      history; // stale model: granule values since sync
   bool pending() const { return !dirtyLines.empty() || !history.empty(); }
 };
 

@@ -25,8 +25,10 @@ struct DecisionPoint {
   // Event: the enabled events, in a deterministic order (per CPU ascending: Ipi, Step/FetchLine/
   // Run, Preempt; then the patcher's Store/Publish).
   std::span<const EventChoice> events;
-  // StaleByte: the fetching CPU, the byte's address, and the candidate values, oldest first
-  // (index 0: the value at the CPU's last serialisation; the last: the current value).
+  // StaleByte: the fetching CPU, the fetch granule's address, and its candidate values, oldest
+  // first (index 0: the value at the CPU's last serialisation; the last: the current value). A
+  // granule is the unit of atomic instruction fetch: one byte on x86, an aligned 4-byte word on
+  // powerpc, so `values` holds `options` values of that many bytes each.
   unsigned cpu = 0;
   std::uint64_t addr = 0;
   std::span<const std::uint8_t> values;
