@@ -9,11 +9,14 @@
 #include "ftsim/verify/Replay.h"
 #include "ftsim/verify/Scenario.h"
 #include "ftsim/verify/ScenarioInstance.h"
+#include "ftsim/verify/ScenarioKernel.h"
+#include "ftsim/verify/TrampolineScenario.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <fstream>
 
 namespace ftsim::cli {
 namespace {
@@ -39,7 +42,146 @@ struct CheckOptions {
   bool naive = false;
   bool quiet = false;
   std::uint64_t maxExecutions = 0;
+  std::string trampFree;
+  std::string trampScenario = "tramp-free-preempted";
+  bool preempt = false;
+  bool noSyncUnchanged = false;
+  std::string image;
+  std::string chrome;
 };
+
+void writeText(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out)
+    fatal("{}: cannot write", path);
+}
+
+// --tramp-free / --tramp-scenario: the trampoline-lifetime scenarios of issue 7
+// (TrampolineScenario.h), with their own bounded systematic search.
+void runTrampolineCheck(const CheckOptions &o, CommandResult &result) {
+  verify::TrampolineCheckOptions t;
+  if (o.trampScenario == "tramp-free-preempted")
+    t.scenario = verify::TrampolineScenarioKind::TrampFreePreempted;
+  else if (o.trampScenario == "ops-uaf-no-sync")
+    t.scenario = verify::TrampolineScenarioKind::OpsUafNoSync;
+  else
+    fatal("--tramp-scenario '{}' (known: tramp-free-preempted, ops-uaf-no-sync)", o.trampScenario);
+  const std::string arch = o.arch.empty() ? "x86_64" : o.arch;
+  if (arch != "x86_64" && arch != "ppc32")
+    fatal("--arch '{}' (known: x86_64, ppc32)", arch);
+  if (o.explore != "exhaustive")
+    fatal("--explore {}: the trampoline scenarios are explored exhaustively within their bounds "
+          "(use --explore exhaustive)",
+          o.explore);
+  t.imagePath = resolveImagePath(arch, o.image);
+  t.protocol = o.protocol;
+  t.free.free = model::parseTrampolineFree(o.trampFree.empty() ? "rcu-tasks" : o.trampFree);
+  t.free.syncWhenUnchanged = !o.noSyncUnchanged;
+  t.preempt = o.preempt;
+  if (o.bound >= 0) {
+    t.preemptionBound = static_cast<unsigned>(o.bound);
+    t.delayBound = static_cast<unsigned>(o.bound);
+  } else if (o.bound != -2) {
+    fatal("--bound {}: the trampoline scenarios need a finite bound (0 or more)", o.bound);
+  }
+  if (o.maxExecutions)
+    t.maxExecutions = o.maxExecutions;
+  const verify::TrampolineCheckResult r = verify::checkTrampolineScenario(t);
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["scenario"] = o.trampScenario;
+    j["arch"] = arch;
+    j["free"] = std::string(model::trampolineFreeName(t.free.free));
+    j["sync_when_unchanged"] = t.free.syncWhenUnchanged;
+    j["preempt"] = t.preempt;
+    j["verdict"] = r.violation ? "violation" : r.complete ? "verified" : "incomplete";
+    j["executions"] = r.executions;
+    j["events"] = r.events;
+    j["complete"] = r.complete;
+    j["bounds"] = r.bounds;
+    if (r.violation) {
+      j["violation"] = *r.violation;
+      j["schedule_decisions"] = r.choices.size();
+    }
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}", verify::formatTrampolineCheck(t, r));
+  }
+  result.exitCode = r.violation || !r.complete ? 1 : 0;
+}
+
+// Engine-level scenarios (code kind kernel, ScenarioKernel.h).
+void runKernelCheck(const CheckOptions &o, verify::Scenario s, CommandResult &result) {
+  if (!o.arch.empty())
+    s.arch = o.arch;
+  if (!o.protocol.empty())
+    s.protocol = o.protocol;
+  if (o.cpus)
+    s.cpus = o.cpus;
+  if (!o.store.empty())
+    s.store = sim::parseStoreModel(o.store);
+  if (!o.fetch.empty())
+    s.fetch = sim::parseFetchModel(o.fetch);
+  if (o.explore != "exhaustive") {
+    if (o.explore != "random" && o.explore != "pct")
+      fatal("--explore '{}' (known: exhaustive, pct, random)", o.explore);
+    s.engine.explore = o.explore;
+    s.engine.runs = o.runs;
+    s.engine.scheduleSeed = o.seed;
+    s.engine.pctDepth = o.depth;
+  }
+  if (!o.image.empty())
+    s.image = o.image;
+  s.validate(o.scenario);
+  verify::KernelScenarioRunner runner(s, resolveImagePath(s.arch, s.image));
+  const verify::KernelExploreResult r = verify::exploreKernelScenario(runner);
+  nlohmann::ordered_json j;
+  j["scenario"] = s.name;
+  j["describe"] = s.describe();
+  j["explore"] = s.engine.explore;
+  j["executions"] = r.executions;
+  j["events"] = r.events;
+  j["coverage"] = r.coverage;
+  if (!r.counterexample) {
+    j["verdict"] = "no-violation";
+    if (o.json)
+      fmt::print("{}\n", j.dump(2));
+    else {
+      fmt::print("ftsim check: {}\n", s.describe());
+      fmt::print("no violation: {} (randomised: not a proof)\n", r.coverage);
+      fmt::print("{} executions, {} events, {:.2f} s\n", r.executions, r.events, r.seconds);
+    }
+    result.exitCode = 0;
+    return;
+  }
+  const verify::Counterexample &min = *r.counterexample;
+  const std::string path = o.cex.empty() ? "ftsim-cex.json" : o.cex;
+  verify::writeReplayFile(path, s, min);
+  if (!o.chrome.empty()) {
+    const verify::ReplayFile file = verify::loadReplayFile(path);
+    writeText(o.chrome, verify::reproduceKernel(runner, file, path, true).chrome);
+  }
+  j["verdict"] = "violation";
+  j["oracle"] = min.violation.oracle;
+  j["violation"] = verify::summarizeViolation(min.violation);
+  j["events"] = min.events;
+  j["decisions"] = min.choices.size();
+  j["found"] = {{"events", r.found->events}, {"decisions", r.found->choices.size()}};
+  j["replay"] = path;
+  if (o.json)
+    fmt::print("{}\n", j.dump(2));
+  else {
+    fmt::print("ftsim check: {}\n", s.describe());
+    fmt::print("{}", verify::formatViolation(min.violation));
+    fmt::print("minimised: {} decisions, {} events (found with {} decisions, {} events)\n",
+               min.choices.size(), min.events, r.found->choices.size(), r.found->events);
+    fmt::print("replay: ftsim replay {}\n", path);
+    fmt::print("after {} executions ({} violating): {}\n", r.executions, r.violatingExecutions,
+               r.coverage);
+  }
+  result.exitCode = 1;
+}
 
 std::string coverage(const verify::Scenario &s, const verify::ExploreOptions &o,
                      const verify::ExploreStats &st) {
@@ -102,11 +244,31 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
   cmd->add_flag("--json", o->json, "machine-readable result on stdout (no times)");
   cmd->add_flag("--naive", o->naive, "exhaustive without reduction (to measure DPOR)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
+  cmd->add_option("--tramp-free", o->trampFree,
+                  "trampoline scenarios: when a dynamic ops' trampoline is freed: immediate, "
+                  "sched-sync, rcu-tasks");
+  cmd->add_option("--tramp-scenario", o->trampScenario,
+                  "tramp-free-preempted (default) or ops-uaf-no-sync");
+  cmd->add_flag("--preempt", o->preempt, "trampoline scenarios: timer preemption (PREEMPTION)");
+  cmd->add_flag("--no-sync-unchanged", o->noSyncUnchanged,
+                "trampoline scenarios: skip the sync when unregistering changes no code "
+                "(before 0e792b89e680)");
+  cmd->add_option("--image", o->image, "guest image for kernel scenarios (flavour or path)");
+  cmd->add_option("--chrome", o->chrome, "write the counterexample's Chrome trace-event JSON");
   cmd->callback([o, &result] {
     verify::Scenario s;
+    if (!o->trampFree.empty() || o->trampScenario != "tramp-free-preempted" || o->noSyncUnchanged) {
+      if (!o->scenario.empty())
+        fatal("check: --tramp-free/--tramp-scenario and --scenario exclude each other");
+      return runTrampolineCheck(*o, result);
+    }
+    if (o->preempt)
+      fatal("check: --preempt belongs to --tramp-free (site scenarios use --preemption)");
     if (!o->scenario.empty())
       s = verify::loadScenarioFile(o->scenario);
-    else if (o->protocol.empty())
+    if (s.code == verify::CodeKind::Kernel)
+      return runKernelCheck(*o, s, result);
+    if (o->scenario.empty() && o->protocol.empty())
       fatal("check: give --protocol (see ftsim protocols) or --scenario FILE");
     const std::string origin = o->scenario.empty() ? "check" : o->scenario;
     if (!o->arch.empty()) {
@@ -201,6 +363,13 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
       FTSIM_PANIC("the minimised counterexample does not replay");
     const std::string path = o->cex.empty() ? "ftsim-cex.json" : o->cex;
     verify::writeReplayFile(path, s, min);
+    if (!o->chrome.empty()) {
+      const verify::ReplayedExecution again = verify::replayChoices(instance, min.choices);
+      writeText(o->chrome,
+                verify::chromeTrace(
+                    instance.machine(), [&](std::uint64_t a) { return instance.siteName(a); },
+                    again.violations));
+    }
     j["verdict"] = "violation";
     j["oracle"] = min.violation.oracle;
     j["violation"] = verify::summarizeViolation(min.violation);

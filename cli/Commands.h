@@ -22,6 +22,7 @@ void addBootCommand(CLI::App &app, CommandResult &result);
 void addDemoCommand(CLI::App &app, CommandResult &result);
 void addFlagsCommand(CLI::App &app, CommandResult &result);
 void addTraceCommand(CLI::App &app, CommandResult &result);
+void addFuzzCommand(CLI::App &app, CommandResult &result);
 
 // The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or
 // the build tree's corpora/ directory this binary was built with.

@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
   ftsim::cli::addDemoCommand(app, result);
   ftsim::cli::addFlagsCommand(app, result);
   ftsim::cli::addTraceCommand(app, result);
+  ftsim::cli::addFuzzCommand(app, result);
   std::string known;
   bool isCommand = false;
   for (const CLI::App *sub : app.get_subcommands({})) {

@@ -3,6 +3,9 @@
 target_sources(ftsim_verify PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/src/Scenario.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/ScenarioInstance.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/ScenarioKernel.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/Fuzz.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/ChromeTrace.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/Oracle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/Explore.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/Replay.cpp

@@ -907,6 +907,24 @@ bool FtraceCore::updateFtraceFunc(const TraceFunction &function) {
 // ftrace_modify_all_code()
 void FtraceCore::modifyAllCode(unsigned command) {
   const bool update = command & UpdateTraceFunc;
+  if (pre59338f754a55_) {
+    // Before 59338f754a55: sites first, then ftrace_call. A site that starts calling
+    // ftrace_caller while ftrace_call still calls a single ops directly runs that ops for a
+    // function outside its filter.
+    if (command & UpdateCalls)
+      replaceCode(true);
+    else if (command & DisableCalls)
+      replaceCode(false);
+    if (disabled_ || !update)
+      return;
+    if (traceFunction_.kind != TraceFunction::Kind::ListFunc) {
+      config_.port->publish("function_trace_op", [&] { functionTraceOp_ = setFunctionTraceOp_; });
+      config_.port->syncCores();
+    }
+    if (!updateFtraceFunc(traceFunction_))
+      kill();
+    return;
+  }
   // If ftrace_caller calls an ops directly, that ops must only see the functions it expects.
   // Switch to the list function first, which checks every ops' hashes, then move the call sites,
   // and only then switch to the final function (59338f754a55 "ftrace: Fix a slight race in

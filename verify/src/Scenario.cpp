@@ -87,12 +87,79 @@ void Scenario::validate(const std::string &origin) const {
     bad(fmt::format("preemptions = {} (use -1 for no bound)", bounds.preemptions));
   if (!expectVerdict.empty() && expectVerdict != "violation" && expectVerdict != "verified")
     bad(fmt::format("expect.verdict = '{}' (known: violation, verified)", expectVerdict));
-  if (code == CodeKind::Kernel)
-    bad("code kind 'kernel' (engine-level scenario) needs the Kernel integration, which is not "
-        "built yet; site-level scenarios use kind = \"snippet\"");
+  if (code == CodeKind::Kernel) {
+    if (cpus < 2)
+      bad("an engine-level scenario needs at least 2 CPUs (the patcher runs on CPU 0)");
+    if (engine.workloads.empty() || engine.workloads.size() > cpus - 1)
+      bad(fmt::format("engine.workloads: {} workloads for {} task CPUs (1-{})",
+                      engine.workloads.size(), cpus - 1, cpus - 1));
+    if (engine.explore != "random" && engine.explore != "pct")
+      bad(fmt::format("engine.explore = '{}' (known: random, pct)", engine.explore));
+    if (engine.runs < 1)
+      bad("engine.runs must be positive");
+    if (engine.pctDepth < 1 || engine.pctDepth > 20)
+      bad(fmt::format("engine.pct_depth = {} is out of range (1-20)", engine.pctDepth));
+    std::set<std::string> names;
+    for (const EngineOpsSpec &o : engine.ops) {
+      if (o.name.empty())
+        bad("an [[engine.ops]] entry has no name");
+      if (!names.insert(o.name).second)
+        bad(fmt::format("engine.ops: '{}' is defined twice", o.name));
+    }
+    for (const EngineStep &st : engine.steps) {
+      if (st.op == EngineOpKind::Tracer) {
+        if (st.tracer != "function" && st.tracer != "nop")
+          bad(fmt::format("engine.steps: tracer = '{}' (known: function, nop)", st.tracer));
+        continue;
+      }
+      if (!names.count(st.ops))
+        bad(fmt::format("engine.steps: {} names ops '{}', which [[engine.ops]] does not define",
+                        engineOpName(st.op), st.ops));
+      if (st.op != EngineOpKind::Register && st.op != EngineOpKind::Unregister &&
+          st.pattern.empty())
+        bad(fmt::format("engine.steps: {} {} needs a pattern", engineOpName(st.op), st.ops));
+    }
+  }
+}
+
+std::string_view engineOpName(EngineOpKind kind) {
+  switch (kind) {
+  case EngineOpKind::Register:
+    return "register";
+  case EngineOpKind::Unregister:
+    return "unregister";
+  case EngineOpKind::SetFilter:
+    return "set-filter";
+  case EngineOpKind::AppendFilter:
+    return "append-filter";
+  case EngineOpKind::RemoveFilter:
+    return "remove-filter";
+  case EngineOpKind::Tracer:
+    return "tracer";
+  }
+  return "?";
+}
+
+std::string EngineStep::describe() const {
+  if (op == EngineOpKind::Tracer)
+    return fmt::format("tracer {}", tracer);
+  if (pattern.empty())
+    return fmt::format("{} {}", engineOpName(op), ops);
+  return fmt::format("{} {} {}", engineOpName(op), ops, pattern);
 }
 
 std::string Scenario::describe() const {
+  if (code == CodeKind::Kernel) {
+    std::string wl;
+    for (std::size_t i = 0; i < engine.workloads.size(); ++i)
+      wl += fmt::format("{}{}@cpu{}", i ? ", " : "", engine.workloads[i], i + 1);
+    return fmt::format("{} {} kernel{}, {} CPUs, workloads {}, {} ops, {} steps, store {}, "
+                       "fetch {}{}{}",
+                       arch, protocol, image.empty() ? "" : " " + image, cpus, wl,
+                       engine.ops.size(), engine.steps.size(), sim::storeModelName(store),
+                       sim::fetchModelName(fetch), engine.opsTrampolines ? ", ops trampolines" : "",
+                       engine.pre59338f754a55 ? ", pre-59338f754a55 update order" : "");
+  }
   std::string siteList;
   for (std::size_t i = 0; i < sites.size(); ++i)
     siteList += (i ? ", " : "") + std::string(transitionLabel(sites[i]));
@@ -129,11 +196,46 @@ std::string Scenario::toToml() const {
                   code == CodeKind::Snippet ? "snippet" : "kernel", siteOffset, calls, tasksPerCpu);
   if (!taskCpus.empty())
     out += fmt::format("task_cpus = [{}]\n", cpuList);
+  if (code == CodeKind::Kernel && !image.empty())
+    out += fmt::format("image = {}\n", tomlString(image));
   for (Transition t : sites)
     out += fmt::format("\n[[sites]]\ntransition = \"{}\"\n", transitionLabel(t));
   out += fmt::format("\n[patch]\norder = \"{}\"\n", descending ? "descending" : "ascending");
   out += fmt::format("\n[bounds]\nmax_events = {}\npreemptions = {}\nmax_executions = {}\n",
                      bounds.maxEvents, bounds.preemptions, bounds.maxExecutions);
+  if (code == CodeKind::Kernel) {
+    std::string wl;
+    for (std::size_t i = 0; i < engine.workloads.size(); ++i)
+      wl += (i ? ", " : "") + tomlString(engine.workloads[i]);
+    out += fmt::format("\n[engine]\nworkloads = [{}]\nseed = {}\nops_trampolines = {}\n"
+                       "pre_59338f754a55 = {}\nexplore = \"{}\"\nruns = {}\nseed_schedule = {}\n"
+                       "pct_depth = {}\n",
+                       wl, engine.seed, engine.opsTrampolines, engine.pre59338f754a55,
+                       engine.explore, engine.runs, engine.scheduleSeed, engine.pctDepth);
+    for (const EngineOpsSpec &o : engine.ops) {
+      std::string flags;
+      auto flag = [&](bool on, const char *n) {
+        if (on)
+          flags += fmt::format("{}\"{}\"", flags.empty() ? "" : ", ", n);
+      };
+      flag(o.dynamic, "dynamic");
+      flag(o.saveRegs, "save-regs");
+      flag(o.recursion, "recursion");
+      out += fmt::format("\n[[engine.ops]]\nname = {}\nfilter = {}\nflags = [{}]\nboot = {}\n",
+                         tomlString(o.name), tomlString(o.filter), flags, o.boot);
+      if (!o.livepatch.empty())
+        out += fmt::format("livepatch = {}\n", tomlString(o.livepatch));
+    }
+    for (const EngineStep &st : engine.steps) {
+      out += fmt::format("\n[[engine.steps]]\nop = \"{}\"\n", engineOpName(st.op));
+      if (!st.ops.empty())
+        out += fmt::format("ops = {}\n", tomlString(st.ops));
+      if (!st.pattern.empty())
+        out += fmt::format("pattern = {}\n", tomlString(st.pattern));
+      if (!st.tracer.empty())
+        out += fmt::format("tracer = {}\n", tomlString(st.tracer));
+    }
+  }
   if (!expectVerdict.empty() || !expectOracle.empty()) {
     out += "\n[expect]\n";
     if (!expectVerdict.empty())
@@ -226,6 +328,109 @@ template <typename F> auto named(const std::string &origin, const char *key, F p
   }
 }
 
+std::vector<std::string> stringArray(const toml::node *n, const std::string &origin,
+                                     const char *key) {
+  std::vector<std::string> out;
+  if (!n)
+    return out;
+  const toml::array *arr = n->as_array();
+  if (!arr)
+    fatal("{}: '{}' must be an array of strings", origin, key);
+  for (const toml::node &e : *arr) {
+    if (!e.is_string())
+      fatal("{}: '{}' must be an array of strings", origin, key);
+    out.push_back(*e.value<std::string>());
+  }
+  return out;
+}
+
+const toml::array *tableArray(const toml::table &t, const char *key, const std::string &origin) {
+  const toml::node *n = t.get(key);
+  if (!n)
+    return nullptr;
+  const toml::array *arr = n->as_array();
+  if (!arr || !arr->is_array_of_tables())
+    fatal("{}: 'engine.{}' must be an array of tables ([[engine.{}]])", origin, key, key);
+  return arr;
+}
+
+void parseEngine(const toml::table &table, const std::string &origin, EngineSpec &e) {
+  TableReader r(table, origin, "engine.",
+                {"workloads", "seed", "ops_trampolines", "pre_59338f754a55", "explore", "runs",
+                 "seed_schedule", "pct_depth", "ops", "steps"});
+  if (table.get("workloads"))
+    e.workloads = stringArray(table.get("workloads"), origin, "engine.workloads");
+  if (auto v = r.integer("seed"))
+    e.seed = static_cast<std::uint64_t>(*v);
+  if (auto v = r.boolean("ops_trampolines"))
+    e.opsTrampolines = *v;
+  if (auto v = r.boolean("pre_59338f754a55"))
+    e.pre59338f754a55 = *v;
+  if (auto v = r.string("explore"))
+    e.explore = *v;
+  if (auto v = r.integer("runs")) {
+    if (*v < 1)
+      fatal("{}: engine.runs must be positive", origin);
+    e.runs = static_cast<std::uint64_t>(*v);
+  }
+  if (auto v = r.integer("seed_schedule"))
+    e.scheduleSeed = static_cast<std::uint64_t>(*v);
+  if (auto v = r.count("pct_depth", 1, 20))
+    e.pctDepth = *v;
+  if (const toml::array *ops = tableArray(table, "ops", origin))
+    for (const toml::node &n : *ops) {
+      const toml::table &t = *n.as_table();
+      TableReader o(t, origin, "engine.ops.", {"name", "filter", "flags", "livepatch", "boot"});
+      EngineOpsSpec spec;
+      if (auto v = o.string("name"))
+        spec.name = *v;
+      if (auto v = o.string("filter"))
+        spec.filter = *v;
+      for (const std::string &f : stringArray(t.get("flags"), origin, "engine.ops.flags")) {
+        if (f == "dynamic")
+          spec.dynamic = true;
+        else if (f == "save-regs")
+          spec.saveRegs = true;
+        else if (f == "recursion")
+          spec.recursion = true;
+        else
+          fatal("{}: engine.ops.flags: '{}' (known: dynamic, save-regs, recursion)", origin, f);
+      }
+      if (auto v = o.string("livepatch"))
+        spec.livepatch = *v;
+      if (auto v = o.boolean("boot"))
+        spec.boot = *v;
+      e.ops.push_back(std::move(spec));
+    }
+  if (const toml::array *steps = tableArray(table, "steps", origin))
+    for (const toml::node &n : *steps) {
+      TableReader o(*n.as_table(), origin, "engine.steps.", {"op", "ops", "pattern", "tracer"});
+      EngineStep st;
+      auto op = o.string("op");
+      if (!op)
+        fatal("{}: an [[engine.steps]] entry has no 'op'", origin);
+      bool known = false;
+      for (EngineOpKind k :
+           {EngineOpKind::Register, EngineOpKind::Unregister, EngineOpKind::SetFilter,
+            EngineOpKind::AppendFilter, EngineOpKind::RemoveFilter, EngineOpKind::Tracer})
+        if (engineOpName(k) == *op) {
+          st.op = k;
+          known = true;
+        }
+      if (!known)
+        fatal("{}: engine.steps.op = '{}' (known: register, unregister, set-filter, "
+              "append-filter, remove-filter, tracer)",
+              origin, *op);
+      if (auto v = o.string("ops"))
+        st.ops = *v;
+      if (auto v = o.string("pattern"))
+        st.pattern = *v;
+      if (auto v = o.string("tracer"))
+        st.tracer = *v;
+      e.steps.push_back(std::move(st));
+    }
+}
+
 } // namespace
 
 Scenario parseScenario(const std::string &text, const std::string &origin) {
@@ -291,6 +496,12 @@ Scenario parseScenario(const std::string &text, const std::string &origin) {
     if (code->get("image") || code->get("functions"))
       if (s.code != CodeKind::Kernel)
         fatal("{}: code.image and code.functions belong to kind = \"kernel\"", origin);
+    if (code->get("functions"))
+      fatal("{}: code.functions is not supported (an engine-level scenario names its functions "
+            "in [[engine.ops]] filters)",
+            origin);
+    if (auto v = c.string("image"))
+      s.image = *v;
   }
   if (const toml::node *n = root.get("sites")) {
     const toml::array *arr = n->as_array();
@@ -340,6 +551,8 @@ Scenario parseScenario(const std::string &text, const std::string &origin) {
   }
   if (root.get("engine") && s.code != CodeKind::Kernel)
     fatal("{}: an [engine] table belongs to code kind = \"kernel\"", origin);
+  if (const toml::table *engine = top.table("engine"))
+    parseEngine(*engine, origin, s.engine);
   s.validate(origin);
   return s;
 }

@@ -183,6 +183,11 @@ public:
   // sysctl kernel.ftrace_enabled
   void setFtraceEnabled(bool enabled);
   bool ftraceEnabled() const { return ftraceEnabled_; }
+  // The engine as it was before 59338f754a55 ("ftrace: Fix a slight race in modifying what
+  // function callback gets traced", 2014): ftrace_modify_all_code() patches the call sites first
+  // and switches ftrace_call to the final function afterwards, without going through the list
+  // function. For the list-to-single-race scenario only; false (today's order) by default.
+  void setPre59338f754a55Order(bool enabled) { pre59338f754a55_ = enabled; }
 
   // Commands of ftrace_run_update_code()
   static constexpr unsigned UpdateCalls = 1u << 0;     // FTRACE_UPDATE_CALLS
@@ -242,6 +247,7 @@ private:
   FtraceOps *removedOps_ = nullptr;
   int startUp_ = 0; // ftrace_start_up
   bool ftraceEnabled_ = true;
+  bool pre59338f754a55_ = false;
   bool disabled_ = false; // ftrace_disabled
   bool booted_ = false;
   std::optional<std::uint64_t> maxMcountOffset_;

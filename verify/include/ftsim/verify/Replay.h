@@ -15,7 +15,9 @@
 #include "ftsim/verify/Explore.h"
 #include "ftsim/verify/Scenario.h"
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace ftsim::verify {
 
@@ -39,6 +41,15 @@ struct Reproduction {
 // FatalError "<origin>: ..." otherwise.
 Reproduction reproduce(ScenarioInstance &instance, const ReplayFile &file,
                        const std::string &origin);
+
+// Chrome trace-event JSON (opens in Perfetto / chrome://tracing) of the execution the machine
+// holds now: one track per CPU (its steps, runs, IPIs, preemptions, faults; one event = 1 µs of
+// the trace's clock, so ts is the event index), one track for the patcher (stores with their
+// bytes, publications, allocations, frees), and the machine's findings and the given violations
+// as global instant events. `symbol` names an address (site or function).
+std::string chromeTrace(const sim::Machine &machine,
+                        const std::function<std::string(std::uint64_t)> &symbol,
+                        const std::vector<Violation> &violations);
 
 // The timeline of the execution the machine holds now: one line per event (events of unwatched
 // code folded into their Run), then the findings.

@@ -7,9 +7,10 @@
 // Site-level scenarios (code kind "snippet") need only the arch protocols and the simulator: a
 // hand-built kernel fragment per ISA whose functions have one patch site each, tasks that call
 // them, and two tracer trampolines (A and B) that are host hypercalls recording which CPU, task and
-// site reached them. Engine-level scenarios (code kind "kernel": a booted FtraceCore with tracers,
-// ops registration as the patcher) are described by the same file format, with an `[engine]` table
-// the Kernel integration reads; ScenarioInstance refuses them with a one-line error until it lands.
+// site reached them. Engine-level scenarios (code kind "kernel") boot the built-in guest image
+// through verify::Kernel and run an engine operation sequence as the patcher while guest workloads
+// run (ScenarioKernel.h); they use `code.image` and the `[engine]` table below, and ignore the
+// snippet keys (site_offset, calls, tasks_per_cpu, [[sites]], [patch]).
 //
 // File format (TOML; every key is optional except `arch` and `protocol`):
 //
@@ -38,6 +39,32 @@
 //   [expect]
 //   verdict = "violation"              # violation | verified (for the published-scenario tests)
 //   oracle = "torn-fetch"
+//
+// Engine-level (kind = "kernel") additions:
+//
+//   [code]
+//   kind = "kernel"
+//   image = "x86_64-fentry"            # a built-in flavour (default: the arch's executable one)
+//   [engine]
+//   workloads = ["mm", "sched"]        # workload_<name>, one task each on CPU 1, 2, ...
+//   seed = 5                           # the workloads' seed argument
+//   ops_trampolines = false            # per-ops trampolines (f3bea491)
+//   pre_59338f754a55 = false           # the engine's pre-59338f754a55 update order
+//   explore = "random"                 # random | pct (each execution boots a fresh kernel)
+//   runs = 40                          # executions
+//   seed_schedule = 1                  # the explorer's seed
+//   pct_depth = 3
+//   [[engine.ops]]                     # the ftrace_ops the sequence names
+//   name = "a"
+//   filter = "schedule"                # set_ftrace_filter glob(s), comma separated; "" = all
+//   flags = ["dynamic", "save-regs"]   # dynamic | save-regs | recursion
+//   livepatch = "posix_cpu_timer_set_v2" # an IPMODIFY ops whose callback sets regs->ip to it
+//   boot = true                        # registered before the run (not a scheduled operation)
+//   [[engine.steps]]                   # the patcher's operations, in order
+//   op = "register"                    # register | unregister | set-filter | append-filter |
+//   ops = "b"                          #   remove-filter | tracer
+//   pattern = "put_page"               # for the filter operations
+//   tracer = "function"                # for op = "tracer": function | nop
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/sim/Models.h"
@@ -63,6 +90,44 @@ struct ScenarioBounds {
   bool operator==(const ScenarioBounds &) const = default;
 };
 
+// The ftrace_ops of an engine-level scenario.
+struct EngineOpsSpec {
+  std::string name;
+  std::string filter; // comma-separated globs; empty: every function
+  bool dynamic = false;
+  bool saveRegs = false;
+  bool recursion = false;
+  std::string livepatch; // the function its callback redirects to (IPMODIFY | SAVE_REGS)
+  bool boot = false;     // registered before the run
+  bool operator==(const EngineOpsSpec &) const = default;
+};
+
+enum class EngineOpKind { Register, Unregister, SetFilter, AppendFilter, RemoveFilter, Tracer };
+std::string_view engineOpName(EngineOpKind kind); // "register", "set-filter", ...
+
+struct EngineStep {
+  EngineOpKind op = EngineOpKind::Register;
+  std::string ops;              // an EngineOpsSpec name (all but Tracer)
+  std::string pattern;          // filter operations
+  std::string tracer;           // Tracer: "function" or "nop"
+  std::string describe() const; // "register b", "append-filter a put_page", "tracer function"
+  bool operator==(const EngineStep &) const = default;
+};
+
+struct EngineSpec {
+  std::vector<std::string> workloads{"sched"};
+  std::uint64_t seed = 5;
+  bool opsTrampolines = false;
+  bool pre59338f754a55 = false;
+  std::string explore = "random"; // random | pct
+  std::uint64_t runs = 40;
+  std::uint64_t scheduleSeed = 1;
+  unsigned pctDepth = 3;
+  std::vector<EngineOpsSpec> ops;
+  std::vector<EngineStep> steps;
+  bool operator==(const EngineSpec &) const = default;
+};
+
 struct Scenario {
   std::string name = "site";
   std::string source; // citation for published scenarios
@@ -82,6 +147,8 @@ struct Scenario {
   ScenarioBounds bounds;
   std::string expectVerdict; // "", "violation" or "verified"
   std::string expectOracle;
+  std::string image; // kind kernel: a built-in flavour name or a path to a linked image
+  EngineSpec engine; // kind kernel
 
   // The CPUs that run tasks, resolved.
   std::vector<unsigned> resolvedTaskCpus() const;
