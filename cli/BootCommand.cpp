@@ -6,10 +6,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
-#include "ftsim/arch/PatchProtocol.h"
-#include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/ImageBoot.h"
-#include "ftsim/model/Ppc32Patcher.h"
 
 #include <fmt/format.h>
 
@@ -48,19 +45,11 @@ void addBootCommand(CLI::App &app, CommandResult &result) {
                                     : arch::loadImage(resolveImagePath(o->arch, o->image));
     if (image.arch != &isa)
       fatal("--image {} is a {} image, not {}", image.name, image.arch->name(), isa.name());
-    model::BootTextPort port(image);
-    auto protocol = arch::makePatchProtocol(isa, arch::protocolsFor(isa).front().name);
-    auto patcher = model::makeArchPatcher(isa, port, *protocol, image);
-    model::FtraceConfig config;
-    config.patcher = patcher.get();
-    config.port = &port;
-    config.addresses.mcount = image.mcountAddr;
-    config.symbolizer = model::imageSymbolizer(image);
-    model::FtraceCore core(config);
-    const model::ImageBoot boot = model::bootImage(image, core);
+    model::StaticBoot booted(image);
+    const model::ImageBoot &boot = booted.result();
     fmt::print("{}{}\n", boot.bugText, boot.report.allocationLine());
     if (o->list)
-      fmt::print("{}", core.availableFilterFunctions());
+      fmt::print("{}", booted.core().availableFilterFunctions());
     result.exitCode = boot.report.bugs.empty() ? 0 : 1;
   });
 }

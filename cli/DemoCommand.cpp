@@ -6,9 +6,7 @@
 
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
-#include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/ImageBoot.h"
-#include "ftsim/model/ProtocolPatcher.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Kernel.h"
 #include "ftsim/verify/Proofs.h"
@@ -24,21 +22,13 @@ void section(const std::string &title) { fmt::print("\n== {}\n", title); }
 // Boot the built-in image and return it with its records.
 void demoBoot(const std::string &archName) {
   arch::Image image = arch::loadImage(resolveImagePath(archName, ""));
+  model::StaticBoot booted(image);
+  const model::ImageBoot &boot = booted.result();
   const arch::Arch &isa = *image.arch;
-  model::BootTextPort port(image);
-  auto protocol = arch::makePatchProtocol(isa, arch::protocolsFor(isa).front().name);
-  model::ProtocolPatcher patcher(isa, port, *protocol);
-  model::FtraceConfig config;
-  config.patcher = &patcher;
-  config.port = &port;
-  config.addresses.mcount = image.mcountAddr;
-  config.symbolizer = model::imageSymbolizer(image);
-  model::FtraceCore core(config);
-  const model::ImageBoot boot = model::bootImage(image, core);
   fmt::print("{} built-in image:\n  {}{}\n", isa.name(), boot.bugText,
              boot.report.allocationLine());
   const arch::ImageSymbol *schedule = image.findSymbol("schedule");
-  for (const auto &page : core.records().pages())
+  for (const auto &page : booted.core().records().pages())
     for (const auto &rec : page.records)
       if (schedule && rec.ip >= schedule->addr && rec.ip < schedule->addr + schedule->size) {
         arch::Bytes bytes(isa.siteSize());

@@ -1,5 +1,7 @@
 #include "ftsim/model/ImageBoot.h"
 
+#include "ftsim/model/Ppc32Patcher.h"
+
 namespace ftsim::model {
 
 Symbolizer imageSymbolizer(const arch::Image &image) {
@@ -39,6 +41,19 @@ ImageBoot bootImage(arch::Image &image, FtraceCore &core) {
   for (const auto &bug : out.report.bugs)
     out.bugText += bug.text();
   return out;
+}
+
+StaticBoot::StaticBoot(arch::Image &image)
+    : port_(image),
+      protocol_(arch::makePatchProtocol(*image.arch, arch::protocolsFor(*image.arch).front().name)),
+      patcher_(makeArchPatcher(*image.arch, port_, *protocol_, image)) {
+  FtraceConfig config;
+  config.patcher = patcher_.get();
+  config.port = &port_;
+  config.addresses.mcount = image.mcountAddr;
+  config.symbolizer = imageSymbolizer(image);
+  core_ = std::make_unique<FtraceCore>(config);
+  result_ = bootImage(image, *core_);
 }
 
 } // namespace ftsim::model

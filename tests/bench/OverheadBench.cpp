@@ -5,10 +5,7 @@
 // instructions, not cycles: see papers/retq-overhead.md for what that can and cannot say.
 
 #include "ftsim/arch/Image.h"
-#include "ftsim/arch/PatchProtocol.h"
-#include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/ImageBoot.h"
-#include "ftsim/model/ProtocolPatcher.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 
@@ -23,19 +20,8 @@ namespace {
 
 arch::Image image(const std::string &flavour, bool booted) {
   arch::Image img = arch::loadImage(std::string(FTSIM_GUEST_DIR) + "/" + flavour + "/kernel.elf");
-  if (booted) {
-    const arch::Arch &isa = *img.arch;
-    model::BootTextPort port(img);
-    auto protocol = arch::makePatchProtocol(isa, arch::protocolsFor(isa).front().name);
-    model::ProtocolPatcher patcher(isa, port, *protocol);
-    model::FtraceConfig config;
-    config.patcher = &patcher;
-    config.port = &port;
-    config.addresses.mcount = img.mcountAddr;
-    config.symbolizer = model::imageSymbolizer(img);
-    model::FtraceCore core(config);
-    model::bootImage(img, core);
-  }
+  if (booted)
+    model::StaticBoot boot(img);
   return img;
 }
 

@@ -5,9 +5,7 @@
 #include "ftsim/model/ImageBoot.h"
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Image.h"
-#include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/model/FtraceCore.h"
-#include "ftsim/model/ProtocolPatcher.h"
 
 #include <gtest/gtest.h>
 
@@ -45,16 +43,9 @@ TEST_P(ImageBootTest, EverySiteBecomesANopAndNothingElseChanges) {
     EXPECT_EQ(isa.callTarget(site, bytes), image.mcountAddr) << std::hex << site;
   }
 
-  model::BootTextPort port(image);
-  auto protocol = arch::makePatchProtocol(isa, arch::protocolsFor(isa).front().name);
-  model::ProtocolPatcher patcher(isa, port, *protocol);
-  model::FtraceConfig config;
-  config.patcher = &patcher;
-  config.port = &port;
-  config.addresses.mcount = image.mcountAddr;
-  config.symbolizer = model::imageSymbolizer(image);
-  model::FtraceCore core(config);
-  const model::ImageBoot boot = model::bootImage(image, core);
+  model::StaticBoot booted(image);
+  const model::ImageBoot &boot = booted.result();
+  model::FtraceCore &core = booted.core();
   EXPECT_EQ(boot.bugText, "");
   EXPECT_EQ(boot.report.entries, sites.size());
   EXPECT_EQ(boot.report.converted, sites.size());

@@ -3,8 +3,11 @@
 // Symbolizer (kallsyms) and its __mcount_loc table and text range as BootOptions.
 
 #include "ftsim/arch/Image.h"
+#include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/Symbolizer.h"
+
+#include <memory>
 
 namespace ftsim::model {
 
@@ -44,5 +47,22 @@ struct ImageBoot {
   std::string bugText; // every ftrace_bug report, as the kernel prints them
 };
 ImageBoot bootImage(arch::Image &image, FtraceCore &core);
+
+// An image booted in place, as ftrace_init() leaves it before the other CPUs start: the ISA's
+// correct patch protocol, the arch patcher for the image's site layout (makeArchPatcher), and the
+// core holding the records. `image` must outlive it.
+class StaticBoot {
+public:
+  explicit StaticBoot(arch::Image &image);
+  FtraceCore &core() { return *core_; }
+  const ImageBoot &result() const { return result_; }
+
+private:
+  BootTextPort port_;
+  std::unique_ptr<arch::PatchProtocol> protocol_;
+  std::unique_ptr<ArchPatcher> patcher_;
+  std::unique_ptr<FtraceCore> core_;
+  ImageBoot result_;
+};
 
 } // namespace ftsim::model
