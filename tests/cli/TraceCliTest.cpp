@@ -1,0 +1,92 @@
+// ftsim trace as a user runs it: Linux's trace formats, every call of a filtered function exactly
+// once, the same output for the same seed.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+std::pair<int, std::string> trace(const std::string &args) {
+  const std::string cmd = std::string(FTSIM_EXE) + " trace " + args + " 2>&1";
+  FILE *pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
+    out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::vector<std::string> bodyLines(const std::string &out) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#')
+      lines.push_back(line);
+  return lines;
+}
+
+} // namespace
+
+TEST(TraceCli, FunctionTracerPrintsEveryFilteredCallOnceInLinuxFormat) {
+  const auto [status, out] =
+      trace("--arch x86_64 --cpus 2 --tracer function --filter vfs_setpos --workload fs");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(
+      out.rfind("# tracer: function\n#\n# entries-in-buffer/entries-written: 18/18   #P:2\n", 0),
+      0u)
+      << out;
+  EXPECT_NE(out.find("#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n"),
+            std::string::npos);
+  // workload_fs calls vfs_setpos 4 times directly and 5 times through default_llseek ->
+  // fixed_size_llseek, both tail calls, so the parent shown is workload_fs (as Linux shows it).
+  const auto lines = bodyLines(out);
+  ASSERT_EQ(lines.size(), 18u);
+  const std::regex line(
+      R"( +workload_fs-[12] +\[00[01]\] \.{5} +\d+\.\d{6}: vfs_setpos <-workload_fs)");
+  for (const auto &l : lines)
+    EXPECT_TRUE(std::regex_match(l, line)) << "'" << l << "'";
+  // Same seed, same bytes.
+  EXPECT_EQ(
+      trace("--arch x86_64 --cpus 2 --tracer function --filter vfs_setpos --workload fs").second,
+      out);
+}
+
+TEST(TraceCli, FunctionGraphNestsCallsUnderTheGraphFunction) {
+  const auto [status, out] = trace("--arch x86_64 --cpus 1 --tracer function_graph --workload fs "
+                                   "--graph-function default_llseek");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(
+      out.rfind("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n",
+                0),
+      0u)
+      << out;
+  const auto lines = bodyLines(out);
+  // Five default_llseek calls, each: entry, fixed_size_llseek entry, vfs_setpos leaf, two '}'.
+  ASSERT_EQ(lines.size(), 25u) << out;
+  const std::regex entry(R"( 0\)               \|  default_llseek\(\) \{)");
+  const std::regex nested(R"( 0\)               \|    fixed_size_llseek\(\) \{)");
+  const std::regex leaf(R"( 0\) +\d+\.\d{3} us    \|      vfs_setpos\(\);)");
+  const std::regex close(R"( 0\) +\d+\.\d{3} us    \|  (  )?\})");
+  for (std::size_t i = 0; i < lines.size(); i += 5) {
+    EXPECT_TRUE(std::regex_match(lines[i], entry)) << lines[i];
+    EXPECT_TRUE(std::regex_match(lines[i + 1], nested)) << lines[i + 1];
+    EXPECT_TRUE(std::regex_match(lines[i + 2], leaf)) << lines[i + 2];
+    EXPECT_TRUE(std::regex_match(lines[i + 3], close)) << lines[i + 3];
+    EXPECT_TRUE(std::regex_match(lines[i + 4], close)) << lines[i + 4];
+  }
+}
+
+TEST(TraceCli, BadTracerOrFilterIsOneLineAndExitTwo) {
+  for (const char *args : {"--arch x86_64 --tracer wakeup", "--arch x86_64 --filter 'sched[' "}) {
+    const auto [status, out] = trace(args);
+    EXPECT_EQ(status, 2) << args << "\n" << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << args << "\n" << out;
+  }
+}
