@@ -7,6 +7,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
+#include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Kernel.h"
 
@@ -25,7 +26,7 @@ struct TraceOptions {
   std::vector<std::string> notrace;
   std::vector<std::string> graphFunctions;
   std::string workload = "mixed";
-  std::string protocol = "int3";
+  std::string protocol; // "": the ISA's correct protocol (int3 on x86_64, word on ppc32)
   std::uint64_t seed = 1;
   std::string image;
   bool profile = false;
@@ -36,8 +37,12 @@ void runTrace(const TraceOptions &o, CommandResult &result) {
   verify::KernelConfig config;
   config.machine.cpus = o.cpus;
   config.machine.quantum = 64;
-  config.protocol = o.protocol;
-  verify::Kernel kernel(arch::loadImage(resolveImagePath(o.arch, o.image)), config);
+  arch::Image image = arch::loadImage(resolveImagePath(o.arch, o.image));
+  const arch::Arch &isa = arch::archByName(o.arch);
+  if (image.arch != &isa)
+    fatal("--image {} is a {} image, not {}", image.name, image.arch->name(), isa.name());
+  config.protocol = o.protocol.empty() ? arch::protocolsFor(isa).front().name : o.protocol;
+  verify::Kernel kernel(std::move(image), config);
   model::TraceFs &fs = kernel.tracefs();
   bool first = true;
   for (const std::string &f : o.filters) {
@@ -89,7 +94,8 @@ void addTraceCommand(CLI::App &app, CommandResult &result) {
       "trace", "Run guest workloads on the simulated machine with a tracer on and print the trace "
                "in Linux's format");
   auto o = std::make_shared<TraceOptions>();
-  cmd->add_option("--arch", o->arch, "architecture (x86_64)")->check(CLI::IsMember({"x86_64"}));
+  cmd->add_option("--arch", o->arch, "architecture (x86_64, or ppc32: 32-bit big-endian powerpc)")
+      ->check(CLI::IsMember({"x86_64", "ppc32"}));
   cmd->add_option("--cpus", o->cpus, "simulated CPUs (1..8)")->check(CLI::Range(1u, 8u));
   cmd->add_option("--tracer", o->tracer, "function, function_graph or nop")
       ->check(CLI::IsMember({"function", "function_graph", "nop"}));
@@ -97,7 +103,8 @@ void addTraceCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--notrace", o->notrace, "set_ftrace_notrace pattern (repeatable)");
   cmd->add_option("--graph-function", o->graphFunctions, "set_graph_function pattern");
   cmd->add_option("--workload", o->workload, "sched, mm, fs, boot, mixed or tight (one per CPU)");
-  cmd->add_option("--protocol", o->protocol, "patch protocol (see ftsim protocols)");
+  cmd->add_option("--protocol", o->protocol,
+                  "patch protocol (see ftsim protocols; default: the ISA's correct one)");
   cmd->add_option("--seed", o->seed, "seed of the random schedule and the workloads");
   cmd->add_option("--image", o->image, "built-in image name or linked ELF path");
   cmd->add_flag("--profile", o->profile, "also enable the function profiler (trace_stat)");

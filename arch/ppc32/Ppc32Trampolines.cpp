@@ -276,7 +276,7 @@ private:
 
 class Ppc32Trampolines final : public FtraceTrampolines {
 public:
-  Ppc32Trampolines(const Arch &arch, const TrampolineRequest &request) {
+  Ppc32Trampolines(const Arch &arch, const TrampolineRequest &request) : arch_(arch) {
     if (request.base % 4096)
       fatal("trampoline base {:#x} is not page aligned", request.base);
     Emitter e(request.base);
@@ -286,12 +286,14 @@ public:
     e.label("ftrace_regs_call");
     e.bl("ftrace_stub");
     ftraceRegsExit(e, true);
+    e.label("ftrace_regs_caller_end");
 
     function(e, "ftrace_caller");
     ftraceRegsEntry(e, false);
     e.label("ftrace_call");
     e.bl("ftrace_stub");
     ftraceRegsExit(e, false);
+    e.label("ftrace_caller_end");
 
     e.label("ftrace_caller_common");
     e.label("ftrace_graph_call");
@@ -340,7 +342,17 @@ public:
       e.blr();
       return e.at(name);
     };
-    code_.listFuncStub = stub("ftrace_ops_list_func");
+    // ftrace_ops_list_func, optionally in two hypercalls: the first reads ftrace_ops_list, the
+    // second walks what it read (Trampolines.h; the window of 0e792b89e680).
+    function(e, "ftrace_ops_list_func");
+    e.trap();
+    if (request.splitListFunction) {
+      e.label("ftrace_ops_list_walk");
+      e.trap();
+      code_.listFuncWalkStub = e.at("ftrace_ops_list_walk");
+    }
+    e.blr();
+    code_.listFuncStub = e.at("ftrace_ops_list_func");
     code_.prepareReturnStub = stub("prepare_ftrace_return");
     code_.returnHandlerStub = stub("ftrace_return_to_handler");
     for (unsigned i = 0; i < request.callbackStubs; ++i)
@@ -358,6 +370,9 @@ public:
     code_.ftraceGraphCaller = e.at("ftrace_graph_caller");
     code_.returnToHandler = e.at("return_to_handler");
     code_.siteSize = arch.siteSize();
+    callerEnd_ = e.at("ftrace_caller_end");
+    regsCallerEnd_ = e.at("ftrace_regs_caller_end");
+    callerCommon_ = e.at("ftrace_caller_common");
 
     std::vector<std::pair<std::uint64_t, std::string>> functions = {
         {code_.ftraceRegsCaller, "ftrace_regs_caller"},
@@ -414,8 +429,74 @@ public:
     cpu.setReg(UC_PPC_REG_3, value);
   }
 
+  bool hasOpsTrampolines() const override { return true; }
+
+  std::uint64_t opsTrampolineSize(bool saveRegs) const override {
+    return opsTrampolineLayout(saveRegs).size;
+  }
+
+  // A per-ops trampoline on ppc32. Linux has none on powerpc (arch_ftrace_update_trampoline() is
+  // x86's, f3bea491; powerpc got per-call-site ops pointers with CALL_OPS much later instead), so
+  // this is x86's create_trampoline() (arch/x86/kernel/ftrace.c) ported to the ppc32 listing:
+  // copy ftrace_caller (or ftrace_regs_caller) up to and including its closing
+  // `b ftrace_caller_common`, re-encode that branch for the copy's address, and make the copied
+  // ftrace_call `bl` the ops' own callback stub at the tail instead of ftrace_stub. The copy has
+  // no other PC-relative instruction (the save/restore is r1-relative).
+  //
+  // Reach: every branch here and the sites' `bl` to the trampoline are I-form, LI 24 bits, ±32 MiB
+  // (Power ISA v3.1 Book I 2.4). Linux's module_alloc() on powerpc first allocates within 32 MiB
+  // of _etext for exactly this reason (2ec13df16704, v5.13), and the simulated kernel places its
+  // trampoline memory there; a base out of reach is an error, never a truncated branch (a site
+  // would otherwise need a long-branch stub per trampoline, as modules have for ftrace_caller in
+  // module_32.c).
+  OpsTrampolineCode makeOpsTrampoline(std::uint64_t base, bool saveRegs) const override {
+    if (base % 64)
+      fatal("ops trampoline base {:#x} is not 64-byte aligned", base);
+    const Layout layout = opsTrampolineLayout(saveRegs);
+    const std::uint64_t start = saveRegs ? code_.ftraceRegsCaller : code_.ftraceCaller;
+    const std::uint64_t call = saveRegs ? code_.ftraceRegsCall : code_.ftraceCall;
+    OpsTrampolineCode out;
+    out.base = base;
+    out.saveRegs = saveRegs;
+    out.bytes.assign(code_.bytes.begin() + static_cast<std::ptrdiff_t>(start - code_.base),
+                     code_.bytes.begin() +
+                         static_cast<std::ptrdiff_t>(start - code_.base + layout.copied));
+    out.bytes.resize(layout.size, 0); // 0x00000000: an illegal word, never executed
+    out.callSite = base + (call - start);
+    out.callbackStub = base + layout.stub;
+    auto put = [&](std::uint64_t at, const EncodeResult &r, const char *what) {
+      if (!r.ok)
+        fatal("ops trampoline at {:#x}: {} {}", base, what, r.error);
+      std::copy(r.bytes.begin(), r.bytes.end(),
+                out.bytes.begin() + static_cast<std::ptrdiff_t>(at - base));
+    };
+    put(out.callSite, arch_.call(out.callSite, out.callbackStub), "bl to its callback:");
+    const std::uint64_t back = base + layout.copied - 4;
+    put(back, arch_.jump(back, callerCommon_), "b ftrace_caller_common:");
+    put(out.callbackStub, EncodeResult{ppc32::wordBytes(0x7fe00008u), true, {}}, "");
+    put(out.callbackStub + 4, EncodeResult{ppc32::wordBytes(0x4e800020u), true, {}}, "");
+    return out;
+  }
+
 private:
+  struct Layout {
+    std::uint64_t copied = 0; // bytes of ftrace_caller copied, its closing branch included
+    std::uint64_t stub = 0;   // offset of the callback stub (trap; blr)
+    std::uint64_t size = 0;
+  };
+  Layout opsTrampolineLayout(bool saveRegs) const {
+    Layout l;
+    l.copied = saveRegs ? regsCallerEnd_ - code_.ftraceRegsCaller : callerEnd_ - code_.ftraceCaller;
+    l.stub = (l.copied + 15) / 16 * 16;
+    l.size = (l.stub + 8 + 15) / 16 * 16;
+    return l;
+  }
+
+  const Arch &arch_;
   TrampolineCode code_;
+  std::uint64_t callerEnd_ = 0;
+  std::uint64_t regsCallerEnd_ = 0;
+  std::uint64_t callerCommon_ = 0;
 };
 
 } // namespace

@@ -17,7 +17,11 @@ namespace ftsim::verify {
 namespace {
 
 using testing::bootKernel;
-using testing::fastConfig;
+using testing::fastConfigFor;
+
+// Each port runs on x86-64 (fentry) and on ppc32 (-pg): the same tracefs, engine and tracers over
+// each ISA's trampolines and patch protocol (int3 batch / aligned word store + icache sync).
+class Ftracetest : public ::testing::TestWithParam<const char *> {};
 
 std::vector<std::string> lines(const std::string &text) {
   std::vector<std::string> out;
@@ -54,7 +58,7 @@ void scenario(Kernel &k, std::function<void(Kernel &, std::function<void()> slee
         kk.machine().synchronizeRcuTasks();
       if (gracePeriods)
         return;
-      const std::uint64_t site = kk.symbolAddress("schedule");
+      const std::uint64_t site = testing::siteOf(kk, "schedule");
       std::uint64_t scanned = kk.now();
       for (int i = 0; i < 100000; ++i) {
         kk.machine().publish("sleep", [] {}); // one event: the other CPUs run meanwhile
@@ -76,9 +80,9 @@ void scenario(Kernel &k, std::function<void(Kernel &, std::function<void()> slee
 }
 
 // fgraph-filter.tc: with set_ftrace_filter = schedule, function_graph shows schedule() only.
-TEST(Ftracetest, FgraphFilter) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  auto kernel = bootKernel("x86_64-fentry", fastConfig());
+TEST_P(Ftracetest, FgraphFilter) {
+  FTSIM_REQUIRE_IMAGE(GetParam());
+  auto kernel = bootKernel(GetParam(), fastConfigFor(GetParam()));
   std::string trace;
   scenario(*kernel, [&](Kernel &k, auto sleep) {
     auto &fs = k.tracefs();
@@ -107,9 +111,9 @@ TEST(Ftracetest, FgraphFilter) {
 }
 
 // func_profiler.tc: the profiler runs with the function tracer, and filtering still works.
-TEST(Ftracetest, FuncProfiler) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  auto kernel = bootKernel("x86_64-fentry", fastConfig());
+TEST_P(Ftracetest, FuncProfiler) {
+  FTSIM_REQUIRE_IMAGE(GetParam());
+  auto kernel = bootKernel(GetParam(), fastConfigFor(GetParam()));
   std::string onlySchedule, everything, stat;
   scenario(*kernel, [&](Kernel &k, auto sleep) {
     auto &fs = k.tracefs();
@@ -147,11 +151,11 @@ TEST(Ftracetest, FuncProfiler) {
 }
 
 // func_traceonoff_triggers.tc: schedule:traceoff stops tracing, traceon restarts it, counts.
-TEST(Ftracetest, FuncTraceonoffTriggers) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  KernelConfig config = fastConfig();
+TEST_P(Ftracetest, FuncTraceonoffTriggers) {
+  FTSIM_REQUIRE_IMAGE(GetParam());
+  KernelConfig config = fastConfigFor(GetParam());
   config.machine.maxTasks = 256; // enough workloads to keep calling schedule through every sleep
-  auto kernel = bootKernel("x86_64-fentry", config);
+  auto kernel = bootKernel(GetParam(), config);
   scenario(
       *kernel,
       [&](Kernel &k, auto sleep) {
@@ -208,9 +212,9 @@ TEST(Ftracetest, FuncTraceonoffTriggers) {
 
 // func_stack_tracer.tc: with stack_trace_filter '*lock*', the deepest stack's first entry is a
 // lock function; the filter file lists only lock functions.
-TEST(Ftracetest, FuncStackTracer) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  auto kernel = bootKernel("x86_64-fentry", fastConfig());
+TEST_P(Ftracetest, FuncStackTracer) {
+  FTSIM_REQUIRE_IMAGE(GetParam());
+  auto kernel = bootKernel(GetParam(), fastConfigFor(GetParam()));
   std::string unfiltered, filtered, filterFile;
   scenario(*kernel, [&](Kernel &k, auto sleep) {
     auto &fs = k.tracefs();
@@ -244,9 +248,9 @@ TEST(Ftracetest, FuncStackTracer) {
 
 // func-filter-glob.tc, on the guest's names ('mutex*try*' -> '_raw*try*', '[Ss]y[Ss]_*' ->
 // '[Pp]ut_*': the guest has no mutexes nor syscalls).
-TEST(Ftracetest, FuncFilterGlob) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  auto kernel = bootKernel("x86_64-fentry", fastConfig());
+TEST_P(Ftracetest, FuncFilterGlob) {
+  FTSIM_REQUIRE_IMAGE(GetParam());
+  auto kernel = bootKernel(GetParam(), fastConfigFor(GetParam()));
   auto &fs = kernel->tracefs();
   const std::vector<std::string> available = lines(fs.read("available_filter_functions"));
   auto check = [&](const std::string &glob, const std::string &regex) {
@@ -269,6 +273,8 @@ TEST(Ftracetest, FuncFilterGlob) {
   EXPECT_EQ(fs.read("set_ftrace_filter"), "schedule\n");
   fs.write("set_ftrace_filter", "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Images, Ftracetest, FTSIM_KERNEL_IMAGES, testing::flavourName);
 
 } // namespace
 } // namespace ftsim::verify

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -33,5 +34,41 @@ inline KernelConfig fastConfig(unsigned cpus = 4, std::string protocol = "int3")
   config.protocol = std::move(protocol);
   return config;
 }
+
+// The ISA's correct patch protocol for a built image flavour: int3 on x86-64, word on ppc32.
+inline std::string correctProtocol(const std::string &flavour) {
+  return flavour.rfind("ppc32", 0) == 0 ? "word" : "int3";
+}
+
+inline KernelConfig fastConfigFor(const std::string &flavour, unsigned cpus = 4) {
+  return fastConfig(cpus, correctProtocol(flavour));
+}
+
+// The patch site (record) inside `function`: its entry on x86-64 fentry, after `mflr r0;
+// stw r0,4(r1)` on ppc32 -pg, the second nop with -fpatchable-function-entry=2.
+inline std::uint64_t siteOf(const Kernel &kernel, const std::string &function) {
+  const arch::ImageSymbol *s = kernel.image().findSymbol(function);
+  if (!s)
+    ADD_FAILURE() << "no symbol " << function;
+  std::uint64_t site = 0;
+  if (s)
+    const_cast<Kernel &>(kernel).core().records().forEach([&](const model::DynFtrace &rec) {
+      if (!site && rec.ip >= s->addr && rec.ip < s->addr + std::max<std::uint64_t>(s->size, 1))
+        site = rec.ip;
+    });
+  if (!site)
+    ADD_FAILURE() << "no patch site in " << function;
+  return site;
+}
+
+// Test-name suffix for an image flavour ("x86_64-fentry" -> "x86_64_fentry").
+inline std::string flavourName(const ::testing::TestParamInfo<const char *> &info) {
+  std::string s = info.param;
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+// The images the engine-level tests run on: x86-64 and the executable powerpc guest.
+#define FTSIM_KERNEL_IMAGES ::testing::Values("x86_64-fentry", "ppc32-mcount")
 
 } // namespace ftsim::verify::testing

@@ -14,6 +14,7 @@ namespace {
 
 using testing::bootKernel;
 using testing::fastConfig;
+using testing::fastConfigFor;
 
 const char *const kWorkloads[] = {"sched", "mm", "fs", "mixed"};
 
@@ -60,7 +61,7 @@ TEST_P(Transparency, WorkloadsComputeTheSameChecksumsTracedAndUntraced) {
   FTSIM_REQUIRE_IMAGE(GetParam());
   std::vector<std::uint64_t> reference;
   {
-    auto kernel = bootKernel(GetParam(), fastConfig());
+    auto kernel = bootKernel(GetParam(), fastConfigFor(GetParam()));
     const std::size_t n = addWorkloads(*kernel, 7);
     sim::RoundRobinScheduler rr;
     ASSERT_EQ(kernel->run(rr).status, sim::RunResult::Status::Completed);
@@ -68,7 +69,7 @@ TEST_P(Transparency, WorkloadsComputeTheSameChecksumsTracedAndUntraced) {
     reference = results(*kernel, n);
   }
   for (std::uint64_t seed : {1u, 2u, 3u}) {
-    auto kernel = bootKernel(GetParam(), fastConfig());
+    auto kernel = bootKernel(GetParam(), fastConfigFor(GetParam()));
     kernel->watchPatchSites();
     const std::size_t n = addWorkloads(*kernel, 7);
     kernel->patcher([](Kernel &k) {
@@ -97,6 +98,41 @@ INSTANTIATE_TEST_SUITE_P(X86, Transparency, ::testing::Values("x86_64-fentry", "
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });
+// ppc32 BE, both call-site layouts (gcc -pg; -fpatchable-function-entry=2), word protocol.
+INSTANTIATE_TEST_SUITE_P(Ppc32, Transparency, ::testing::Values("ppc32-mcount", "ppc32-pfe"),
+                         testing::flavourName);
+
+// ppc32 on the machine: the trampolines below kernel text, every site a nop in every CPU's view
+// (gcc -pg: the `bl _mcount`; -fpatchable-function-entry=2: the second nop, with `mflr r0`
+// patched in before it), and the allocation line.
+TEST(Kernel, BootsPpc32BothLayouts) {
+  for (const char *flavour : {"ppc32-mcount", "ppc32-pfe"}) {
+    SCOPED_TRACE(flavour);
+    auto kernel = bootKernel(flavour, fastConfigFor(flavour));
+    const auto &report = kernel->bootReport();
+    EXPECT_EQ(report.converted, report.entries);
+    EXPECT_GT(report.entries, 30u);
+    EXPECT_EQ(report.allocationLine(),
+              fmt::format("ftrace: allocating {} entries in 1 pages", report.entries));
+    const arch::Arch &isa = *kernel->image().arch;
+    EXPECT_EQ(kernel->trampolines().base, (kernel->image().textStart() & ~0xfffull) - 0x10000);
+    const bool pfe = std::string(flavour) == "ppc32-pfe";
+    EXPECT_TRUE(kernel->trampolines().base > 0 &&
+                kernel->machine().config().moduleBase < kernel->trampolines().base);
+    kernel->core().records().forEach([&](const model::DynFtrace &rec) {
+      for (unsigned cpu = 0; cpu < 4; ++cpu) {
+        EXPECT_EQ(kernel->machine().viewBytes(cpu, rec.ip, 4), isa.nop());
+        // pfe: mflr r0 right before the site; -pg: mflr r0; stw r0,4(r1) before it.
+        EXPECT_EQ(kernel->machine().viewBytes(cpu, rec.ip - (pfe ? 4 : 8), 4),
+                  (arch::Bytes{0x7c, 0x08, 0x02, 0xa6}));
+        if (!pfe) {
+          EXPECT_EQ(kernel->machine().viewBytes(cpu, rec.ip - 4, 4),
+                    (arch::Bytes{0x90, 0x01, 0x00, 0x04}));
+        }
+      }
+    });
+  }
+}
 
 } // namespace
 } // namespace ftsim::verify

@@ -1,7 +1,10 @@
 #include "ftsim/verify/Kernel.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/Ppc32Code.h"
+#include "ftsim/arch/Ppc32Protocols.h"
 #include "ftsim/model/ImageBoot.h"
+#include "ftsim/model/Ppc32Patcher.h"
 
 #include <fmt/format.h>
 
@@ -14,22 +17,33 @@ namespace {
 // The trampolines sit just below kernel text, well within a rel32 call of every site (as
 // ftrace_64.S is part of the kernel's own text).
 constexpr std::uint64_t kTrampolineGap = 0x10000;
+// ppc32: the per-ops trampoline area ends this far below the fixed trampolines.
+constexpr std::uint64_t kNearModuleGap = 0x100000;
 
-std::uint64_t load64(const arch::GuestContext &cpu, std::uint64_t addr) {
+// A pointer-sized guest word in the ISA's byte order (8 bytes little-endian on x86-64, 4 bytes
+// big-endian on ppc32).
+std::uint64_t loadWord(const arch::Arch &isa, const arch::GuestContext &cpu, std::uint64_t addr) {
   std::uint8_t b[8] = {};
-  if (!cpu.readMemory(addr, b))
+  const unsigned n = isa.wordSize();
+  if (!cpu.readMemory(addr, std::span(b, n)))
     FTSIM_PANIC("guest stack word at {:#x} is not mapped", addr);
   std::uint64_t v = 0;
-  for (unsigned i = 0; i < 8; ++i)
-    v |= std::uint64_t{b[i]} << (8 * i);
+  for (unsigned i = 0; i < n; ++i) {
+    const unsigned shift = isa.endian() == arch::Endian::Little ? 8 * i : 8 * (n - 1 - i);
+    v |= std::uint64_t{b[i]} << shift;
+  }
   return v;
 }
 
-void store64(arch::GuestContext &cpu, std::uint64_t addr, std::uint64_t v) {
-  std::uint8_t b[8];
-  for (unsigned i = 0; i < 8; ++i)
-    b[i] = static_cast<std::uint8_t>(v >> (8 * i));
-  if (!cpu.writeMemory(addr, b))
+void storeWord(const arch::Arch &isa, arch::GuestContext &cpu, std::uint64_t addr,
+               std::uint64_t v) {
+  std::uint8_t b[8] = {};
+  const unsigned n = isa.wordSize();
+  for (unsigned i = 0; i < n; ++i) {
+    const unsigned shift = isa.endian() == arch::Endian::Little ? 8 * i : 8 * (n - 1 - i);
+    b[i] = static_cast<std::uint8_t>(v >> shift);
+  }
+  if (!cpu.writeMemory(addr, std::span<const std::uint8_t>(b, n)))
     FTSIM_PANIC("guest stack word at {:#x} is not mapped", addr);
 }
 
@@ -51,6 +65,17 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   if (!image_.arch)
     fatal("image {} has no architecture", image_.name);
   const arch::Arch &isa = *image_.arch;
+  const std::uint64_t trampolineBase =
+      (image_.textStart() & ~std::uint64_t{0xfff}) - kTrampolineGap;
+  if (isa.name() == "ppc32" && !config_.machine.moduleBase) {
+    // module_alloc() of arch/powerpc/kernel/module.c (2ec13df16704 "powerpc/modules: Load modules
+    // closer to kernel text", v5.13): first try within 32 MiB below _etext, so that `bl` reaches
+    // without branch trampolines. Per-ops trampolines come from there, below the fixed ones (which
+    // stand in for ftrace_entry.S, part of kernel text). A module image loaded far away (the
+    // ppc32-module at 0xb0000000) still needs its long-branch stubs.
+    config_.machine.moduleBase =
+        trampolineBase - kNearModuleGap - ((config_.machine.moduleSize + 0xfff) & ~0xfffull);
+  }
   machine_ = std::make_unique<sim::Machine>(isa, config_.machine);
   machine_->loadImage(image_);
 
@@ -59,16 +84,25 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   flavour_ = fentry && fentry->addr == image_.mcountAddr ? arch::SiteFlavour::Fentry
                                                          : arch::SiteFlavour::Mcount;
   arch::TrampolineRequest request;
-  request.base = (image_.textStart() & ~std::uint64_t{0xfff}) - kTrampolineGap;
+  request.base = trampolineBase;
   request.flavour = flavour_;
   request.splitListFunction = config_.splitListFunction;
   trampolines_ = arch::makeFtraceTrampolines(isa, request);
   const arch::TrampolineCode &code = trampolines_->code();
   machine_->mapText(code.base, code.bytes);
+  // ftrace_graph_call as generated is the "graph off" state: `jmp ftrace_stub` on x86-64 (whose
+  // ret returns from ftrace_caller), `b ftrace_graph_stub` on ppc32 (whose bctr goes back into the
+  // traced function: a `b ftrace_stub` there would return to the parent and skip the function).
+  graphOff_.assign(
+      code.bytes.begin() + static_cast<std::ptrdiff_t>(code.ftraceGraphCall - code.base),
+      code.bytes.begin() +
+          static_cast<std::ptrdiff_t>(code.ftraceGraphCall - code.base + code.siteSize));
 
   protocol_ = arch::makePatchProtocol(isa, config_.protocol);
-  patcher_ = std::make_unique<model::ProtocolPatcher>(
-      isa, *machine_, *protocol_,
+  // ProtocolPatcher on x86-64; on ppc32 a Ppc32Patcher (ftrace_init_nop for the image's call-site
+  // layout, module long-branch stubs, REL24 range errors).
+  patcher_ = model::makeArchPatcher(
+      isa, *machine_, *protocol_, image_, {code.ftraceCaller, code.ftraceRegsCaller},
       [this](const model::TraceFunction &function) { return functionAddress(function); },
       std::vector<std::uint64_t>{code.ftraceCall, code.ftraceRegsCall});
 
@@ -342,13 +376,16 @@ model::StackSample Kernel::sampleStack(std::uint64_t) {
   if (sp >= top)
     return sample;
   sample.depth = top - sp;
-  for (std::uint64_t p = sp; p + 8 <= top; p += 8) {
-    const std::uint64_t word = load64(*current_, p);
+  const arch::Arch &isa = *image_.arch;
+  const unsigned wordSize = isa.wordSize();
+  const unsigned callSize = isa.siteSize(); // call rel32 (5) / bl (4)
+  for (std::uint64_t p = sp; p + wordSize <= top; p += wordSize) {
+    const std::uint64_t word = loadWord(isa, *current_, p);
     const arch::ImageSegment *segment = image_.segmentAt(word);
-    if (!segment || !segment->executable || word < 5)
+    if (!segment || !segment->executable || word < callSize)
       continue;
-    std::uint8_t insn[5] = {};
-    if (!machine_->readText(word - 5, insn) || !image_.arch->callTarget(word - 5, insn))
+    arch::Bytes insn(callSize);
+    if (!machine_->readText(word - callSize, insn) || !isa.callTarget(word - callSize, insn))
       continue;
     sample.frames.push_back({word, top - p});
   }
@@ -361,17 +398,23 @@ model::StackSample Kernel::sampleStack(std::uint64_t) {
 // return onto the task's return stack and make the traced function return to return_to_handler.
 void Kernel::prepareReturn(arch::GuestContext &cpu) {
   const arch::CallbackArgs args = trampolines_->argsOf(cpu);
-  const std::uint64_t old = load64(cpu, args.parentSlot);
+  const arch::Arch &isa = *image_.arch;
+  const std::uint64_t old = loadWord(isa, cpu, args.parentSlot);
   auto &stack = retStacks_[taskKey(cpu)];
   const int depth = static_cast<int>(stack.size());
   const model::TraceContext context = contextOf(cpu);
   current_ = &cpu;
   const unsigned users = tracefs_->graphEntry(args.ip, depth, context);
   current_ = nullptr;
-  if (!users)
+  // prepare_ftrace_return() returns where the traced function must return to: the ppc32 graph
+  // caller writes it to LR and to the caller's LR save word (ftrace_32.S); x86's ignores rax.
+  if (!users) {
+    trampolines_->setReturnValue(cpu, old);
     return;
+  }
   stack.push_back({old, args.ip, context.timestampNs, users, depth});
-  store64(cpu, args.parentSlot, trampolines_->code().returnToHandler);
+  storeWord(isa, cpu, args.parentSlot, trampolines_->code().returnToHandler);
+  trampolines_->setReturnValue(cpu, trampolines_->code().returnToHandler);
 }
 
 // ftrace_return_to_handler(): pop the return stack, report the return, give the real return
@@ -393,16 +436,19 @@ void Kernel::returnToHandler(arch::GuestContext &cpu) {
 // ftrace_graph_call with text_poke_bp().
 void Kernel::setGraphCaller(bool enable) {
   const arch::TrampolineCode &code = trampolines_->code();
-  const std::uint64_t target = enable ? code.ftraceGraphCaller : code.ftraceStub;
   arch::Bytes current(code.siteSize);
   if (!machine_->readText(code.ftraceGraphCall, current))
     FTSIM_PANIC("ftrace_graph_call at {:#x} is not mapped", code.ftraceGraphCall);
-  const arch::EncodeResult jmp = image_.arch->jump(code.ftraceGraphCall, target);
-  if (!jmp.ok)
-    FTSIM_PANIC("ftrace_graph_call: {}", jmp.error);
-  if (current == jmp.bytes)
+  arch::Bytes wanted = graphOff_;
+  if (enable) {
+    const arch::EncodeResult jmp = image_.arch->jump(code.ftraceGraphCall, code.ftraceGraphCaller);
+    if (!jmp.ok)
+      FTSIM_PANIC("ftrace_graph_call: {}", jmp.error);
+    wanted = jmp.bytes;
+  }
+  if (current == wanted)
     return;
-  protocol_->pokeNow({code.ftraceGraphCall, current, jmp.bytes});
+  protocol_->pokeNow({code.ftraceGraphCall, current, wanted});
 }
 
 // --- Observation
@@ -412,13 +458,31 @@ std::vector<PatchSite> Kernel::patchSites() const {
   const arch::Arch &isa = *image_.arch;
   const arch::TrampolineCode &code = trampolines_->code();
   std::vector<PatchSite> sites;
+  const bool mflrSlot = isa.name() == "ppc32" && arch::patchesMflrSlot(*protocol_);
   core_->records().forEach([&](const model::DynFtrace &rec) {
     PatchSite site{rec.ip, isa.siteSize(), {isa.nop()}, core_->recordName(rec)};
     for (std::uint64_t target : {code.ftraceCaller, code.ftraceRegsCaller})
       site.states.push_back(isa.call(rec.ip, target).bytes);
     for (const OpsTrampoline &t : opsTrampolines_)
       site.states.push_back(isa.call(rec.ip, t.addr).bytes);
+    // ppc32: a module site calls ftrace_caller through the module's long-branch stubs
+    // (ftrace_call_replace for rec->arch.mod); the patcher knows them.
+    for (std::uint64_t target : {code.ftraceCaller, code.ftraceRegsCaller}) {
+      arch::Bytes viaStub = patcher_->callBytes(rec, target);
+      if (!viaStub.empty() &&
+          std::find(site.states.begin(), site.states.end(), viaStub) == site.states.end())
+        site.states.push_back(std::move(viaStub));
+    }
+    std::erase_if(site.states, [](const arch::Bytes &b) { return b.empty(); });
     sites.push_back(std::move(site));
+    // Two-instruction protocols (word-mflr, Ppc32Protocols.h): the `mflr r0` before the site is
+    // patched too, between a nop and mflr r0.
+    if (mflrSlot)
+      sites.push_back({rec.ip - 4,
+                       4,
+                       {arch::ppc32::wordBytes(arch::ppc32::kNop),
+                        arch::ppc32::wordBytes(arch::ppc32::kMflrR0)},
+                       core_->recordName(rec) + " (mflr)"});
   });
   std::vector<std::uint64_t> targets = {code.ftraceStub, code.listFuncStub};
   targets.insert(targets.end(), code.callbackStubs.begin(), code.callbackStubs.end());
@@ -431,8 +495,7 @@ std::vector<PatchSite> Kernel::patchSites() const {
   }
   sites.push_back({code.ftraceGraphCall,
                    code.siteSize,
-                   {isa.jump(code.ftraceGraphCall, code.ftraceStub).bytes,
-                    isa.jump(code.ftraceGraphCall, code.ftraceGraphCaller).bytes},
+                   {graphOff_, isa.jump(code.ftraceGraphCall, code.ftraceGraphCaller).bytes},
                    "ftrace_graph_call"});
   return sites;
 }

@@ -156,15 +156,15 @@ Execution runOnce(const TrampolineCheckOptions &options,
   config.machine.cpus = 2;
   config.machine.quantum = 64;
   config.machine.preemption = options.preempt;
-  if (!options.protocol.empty())
-    config.protocol = options.protocol;
+  arch::Image image = arch::loadImage(options.imagePath);
+  // The image names the ISA (x86_64 or ppc32); "" takes its correct protocol (int3 / word).
+  config.protocol =
+      options.protocol.empty() ? arch::protocolsFor(*image.arch).front().name : options.protocol;
   const bool uaf = options.scenario == TrampolineScenarioKind::OpsUafNoSync;
   config.opsTrampolines = !uaf;
   config.splitListFunction = uaf;
   config.freePolicy = options.free;
-  Kernel kernel(arch::loadImage(options.imagePath), config);
-  if (options.protocol.empty())
-    config.protocol = arch::protocolsFor(*kernel.image().arch).front().name;
+  Kernel kernel(std::move(image), config);
   kernel.addWorkload("timers", 1, 1);
   kernel.addWorkload("timers", 1, 2);
 
@@ -177,15 +177,39 @@ Execution runOnce(const TrampolineCheckOptions &options,
         model::OpsFlag::Dynamic));
     kernel.core().setFilter(*ops.back(), kTracedFunction, true);
   }
+  std::uint64_t site = 0; // the traced function's patch site
+  const arch::ImageSymbol *traced = kernel.image().findSymbol(kTracedFunction);
+  if (!traced)
+    fatal("{}: no {} to trace", kernel.image().name, kTracedFunction);
+  kernel.core().records().forEach([&](const model::DynFtrace &rec) {
+    if (!site && rec.ip >= traced->addr && rec.ip < traced->addr + traced->size)
+      site = rec.ip;
+  });
   kernel.patcher([&](Kernel &k) {
     for (auto &op : ops)
       k.core().registerFunction(*op);
     // The tasks call through it for a while: an RCU-tasks grace period; for the list function
     // case schedule_on_each_cpu(), which a preempted reader does not hold up.
-    if (uaf)
+    if (uaf) {
       k.machine().scheduleOnEachCpu();
-    else
+    } else {
       k.machine().synchronizeRcuTasks();
+      // Then sleep (one no-op publication at a time, the tasks running meanwhile) until a task
+      // calls the function again, so the unregistration races a call that is inside the
+      // trampoline. (How soon a call follows the end of the grace period depends on the ISA's
+      // code: on ppc32 the next call comes too late for the round-robin schedule otherwise.)
+      std::uint64_t scanned = k.now();
+      for (int i = 0; i < 100000; ++i) {
+        bool called = false;
+        const auto events = k.machine().events();
+        for (; scanned < events.size(); ++scanned)
+          called = called ||
+                   (events[scanned].kind == sim::EventKind::Step && events[scanned].pc == site);
+        if (called)
+          break;
+        k.machine().publish("sleep", [] {});
+      }
+    }
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       k.core().unregisterFunction(**it);
       k.freeOps(**it); // the owner's kfree()

@@ -15,8 +15,8 @@
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/arch/Trampolines.h"
+#include "ftsim/model/ArchPatcher.h"
 #include "ftsim/model/FtraceCore.h"
-#include "ftsim/model/ProtocolPatcher.h"
 #include "ftsim/model/TraceFs.h"
 #include "ftsim/sim/Machine.h"
 
@@ -181,7 +181,7 @@ private:
   std::unique_ptr<sim::Machine> machine_;
   std::unique_ptr<arch::FtraceTrampolines> trampolines_;
   std::unique_ptr<arch::PatchProtocol> protocol_;
-  std::unique_ptr<model::ProtocolPatcher> patcher_;
+  std::unique_ptr<model::ArchPatcher> patcher_;
   std::unique_ptr<model::OpsTrampolineArch> opsTrampolineArch_;
   std::unique_ptr<model::FtraceCore> core_;
   std::unique_ptr<model::TraceFs> tracefs_;
@@ -197,7 +197,8 @@ private:
   std::map<const model::FtraceOps *, std::uint64_t> freedOps_; // -> event of the free
   std::vector<OpsUseAfterFree> opsUseAfterFree_;
   std::map<std::int64_t, std::vector<ReturnFrame>> retStacks_; // per task: current->ret_stack
-  arch::GuestContext *current_ = nullptr;                      // the CPU inside a callback
+  arch::Bytes graphOff_; // ftrace_graph_call while function_graph is off (as generated)
+  arch::GuestContext *current_ = nullptr; // the CPU inside a callback
   std::uint64_t currentRegs_ = 0;
 };
 

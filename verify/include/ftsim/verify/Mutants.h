@@ -8,8 +8,7 @@
 // scenarios under the most permissive models (byte stores, stale fetch) — nop->call, call->call
 // (a handler that skips the call is caught by trace completeness), two sites in one batch, two
 // sites queued in descending order — then the Z3 byte-state proof over every offset and model
-// (verify::proveByteStatesEverywhere). Engine-level mutants (a trampoline freed without a grace
-// period) add their own checkers and candidates when the Kernel integration lands.
+// (verify::proveByteStatesEverywhere). ppc32 adds engine- and encoder-level checkers (below).
 
 #include "ftsim/arch/Arch.h"
 
@@ -42,7 +41,18 @@ struct MutationScore {
   bool correctSurvives = true;
 };
 
-// The default checkers of `arch` (x86_64 or ppc32).
+// The default checkers of `arch` (x86_64 or ppc32). ppc32 adds, after the site-level ones:
+//  - cmodx+sync:enable-modify-disable: the CMODX checker (ftsim/arch/Ppc32Cmodx.h) as an oracle
+//    over a site enabled, retargeted and disabled, plus "every change is followed by the other
+//    CPUs' context synchronisation before the protocol returns" (Power ISA v3.1 Book II 1.6):
+//    kills non-patch-class writes (word-trap-first), the two-instruction order/grace mutants and
+//    the dropped sync (word-nosync);
+//  - z3:bl-range: the Z3 LI-range theorem, and an encoder held to it (kills bl-truncate).
+// A running-guest checker (a stale `bl` still traced after the tracer is off, under the stale
+// fetch model) was tried and did not kill word-nosync: the simulator's stale choices did not keep
+// CPU 1 on the old word across the run, so it is not part of the defaults.
+// ppc32 also has mutants outside the protocol table (word-trap-first, bl-truncate); checkers that
+// build protocols from the table by name do not apply to them.
 std::vector<MutantChecker> defaultMutantCheckers(const arch::Arch &arch);
 
 // Runs every protocol of `arch` through `checkers`. A mutant stops at its first killer unless

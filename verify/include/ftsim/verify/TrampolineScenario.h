@@ -5,7 +5,8 @@
 // tramp-free-preempted: CPU 1 runs two tasks calling posix_cpu_timer_set (workload_timers; each
 // schedules voluntarily after every 4th call); the patcher on CPU 0 registers a DYNAMIC ops on
 // that function — which gets a trampoline of its own, so the site calls it directly — sleeps one
-// RCU-tasks grace period while the tasks call through it, then unregisters it and frees it. Freed
+// RCU-tasks grace period while the tasks call through it, sleeps until a task calls the function
+// again (its site runs), then unregisters it and frees it. Freed
 // trampoline memory is poisoned and watched: a task that fetches from it (resuming there after a
 // preemption) is the machine's TrampolineLifetime finding.
 //
@@ -41,9 +42,9 @@ enum class TrampolineScenarioKind {
 
 struct TrampolineCheckOptions {
   TrampolineScenarioKind scenario = TrampolineScenarioKind::TrampFreePreempted;
-  std::string imagePath; // a built guest kernel.elf (x86_64-fentry; ppc32 once it has ops
-                         // trampolines: the Kernel refuses an ISA without them)
-  std::string protocol;  // "" = the ISA's correct protocol
+  std::string imagePath; // a built guest kernel.elf: x86_64-fentry, ppc32-mcount or ppc32-pfe
+                         // (the image names the ISA; ppc32 ops trampolines sit within `bl` reach)
+  std::string protocol;  // "" = the ISA's correct protocol (int3 / word)
   model::TrampolineFreePolicy free;
   bool preempt = true;          // timer preemption (CONFIG_PREEMPTION)
   unsigned preemptionBound = 1; // with preempt

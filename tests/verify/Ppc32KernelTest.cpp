@@ -1,0 +1,190 @@
+// Issue 7 on ppc32 and the ppc32 mutation score: per-ops dynamic trampolines on the big-endian
+// powerpc guest (x86's create_trampoline() ported to the ppc32 listing, allocated within `bl`
+// reach of kernel text as powerpc's module_alloc() first tries, 2ec13df16704), the
+// trampoline-lifetime scenarios explored over schedules (tramp-free-preempted, ops-uaf-no-sync),
+// and every ppc32 mutant killed by some checker while the correct protocols survive.
+
+#include "KernelFixture.h"
+
+#include "ftsim/arch/Ppc32Code.h"
+#include "ftsim/sim/RandomScheduler.h"
+#include "ftsim/verify/Mutants.h"
+#include "ftsim/verify/TrampolineScenario.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+namespace ftsim::verify {
+namespace {
+
+using testing::bootKernel;
+using testing::fastConfigFor;
+using testing::guestImagePath;
+using testing::siteOf;
+
+// The seed commit on ppc32: the function tracer on everything and a probe-like SAVE_REGS ops on
+// schedule; only schedule's site calls ftrace_regs_caller (and the list function), every other
+// site `bl`s the function tracer's own trampoline, every call is traced once.
+TEST(Ppc32OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
+  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
+  KernelConfig config = fastConfigFor("ppc32-mcount", 3);
+  config.opsTrampolines = true;
+  auto kernel = bootKernel("ppc32-mcount", config);
+  Kernel &k = *kernel;
+  const arch::Arch &isa = *k.image().arch;
+  const std::uint64_t scheduleIp = siteOf(k, "schedule");
+  std::size_t probeHits = 0;
+  model::FtraceOps probe("probe", {}, model::OpsFlag::SaveRegs);
+  probe.func = [&](std::uint64_t ip, std::uint64_t, model::FtraceOps &, arch::GuestContext *regs) {
+    EXPECT_NE(regs, nullptr);
+    if (regs) {
+      EXPECT_EQ(regs->pc(), ip + 4) << "regs->nip is the return address into the function";
+    }
+    probeHits += ip == scheduleIp;
+  };
+  k.core().setFilter(probe, "schedule", true);
+  k.tracefs().write("current_tracer", "function");
+  k.core().registerFunction(probe);
+  k.watchPatchSites();
+  for (unsigned cpu = 1; cpu <= 2; ++cpu)
+    k.addWorkload("mixed", cpu, cpu);
+  sim::RandomScheduler random(5);
+  ASSERT_EQ(k.run(random).status, sim::RunResult::Status::Completed);
+  ASSERT_TRUE(k.machine().findings().empty()) << sim::formatFinding(k.machine().findings().front());
+
+  // The function tracer's own trampoline (ops get one when registered, f3bea491), allocated
+  // within `bl` reach below the fixed trampolines.
+  const model::FtraceOps &tracer = *k.core().opsList().back();
+  ASSERT_NE(tracer.trampoline, 0u);
+  const OpsTrampoline *found = nullptr;
+  for (const OpsTrampoline &t : k.opsTrampolines())
+    if (t.addr == tracer.trampoline)
+      found = &t;
+  ASSERT_NE(found, nullptr);
+  const OpsTrampoline &tramp = *found;
+  EXPECT_LT(tramp.addr, k.trampolines().base);
+  EXPECT_TRUE(isa.call(scheduleIp, tramp.addr).ok);
+  std::size_t viaTrampoline = 0, viaList = 0;
+  k.core().records().forEach([&](const model::DynFtrace &rec) {
+    arch::Bytes site(4);
+    ASSERT_TRUE(k.machine().readText(rec.ip, site));
+    const auto target = isa.callTarget(rec.ip, site);
+    ASSERT_TRUE(target) << k.core().recordName(rec);
+    if (rec.ip == scheduleIp)
+      EXPECT_EQ(*target, k.trampolines().ftraceRegsCaller);
+    else
+      EXPECT_EQ(*target, tramp.addr) << k.core().recordName(rec);
+  });
+  for (const CallbackEvent &c : k.callbacks()) {
+    if (c.ip == scheduleIp) {
+      EXPECT_EQ(c.function, "ftrace_ops_list_func");
+      ++viaList;
+    } else {
+      EXPECT_EQ(c.trampoline, tramp.addr);
+      ++viaTrampoline;
+    }
+  }
+  EXPECT_GT(viaTrampoline, 100u);
+  EXPECT_GT(viaList, 0u);
+  EXPECT_EQ(probeHits, viaList);
+  // Every call of every function traced exactly once (the machine's own count of site executions).
+  EXPECT_EQ(k.callbacks().size(), k.siteExecutions().size());
+}
+
+TrampolineCheckOptions scenario(model::TrampolineFree free, bool preempt) {
+  TrampolineCheckOptions o;
+  o.imagePath = guestImagePath("ppc32-mcount");
+  o.free.free = free;
+  o.preempt = preempt;
+  return o;
+}
+
+TEST(Ppc32TrampFreePreempted, ImmediateFreeIsFound) {
+  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
+  const auto o = scenario(model::TrampolineFree::Immediate, true);
+  const TrampolineCheckResult r = checkTrampolineScenario(o);
+  std::cout << formatTrampolineCheck(o, r);
+  ASSERT_TRUE(r.violation) << formatTrampolineCheck(o, r);
+  EXPECT_NE(r.violation->find("trampoline-lifetime"), std::string::npos) << *r.violation;
+  EXPECT_NE(r.violation->find("ftrace_trampoline"), std::string::npos) << *r.violation;
+  EXPECT_NE(r.timeline.find("freeText"), std::string::npos) << r.timeline;
+}
+
+TEST(Ppc32TrampFreePreempted, SchedSyncWithPreemptionIsFound) {
+  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
+  const auto o = scenario(model::TrampolineFree::SchedSync, true);
+  const TrampolineCheckResult r = checkTrampolineScenario(o);
+  std::cout << formatTrampolineCheck(o, r);
+  ASSERT_TRUE(r.violation) << formatTrampolineCheck(o, r);
+  EXPECT_NE(r.violation->find("trampoline-lifetime"), std::string::npos) << *r.violation;
+  EXPECT_NE(r.timeline.find("timer preempts the task at ftrace_trampoline"), std::string::npos)
+      << r.timeline;
+  EXPECT_NE(r.timeline.find("freeText"), std::string::npos) << r.timeline;
+}
+
+TEST(Ppc32TrampFreePreempted, RcuTasksVerifiesWithinOnePreemption) {
+  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
+  const auto o = scenario(model::TrampolineFree::RcuTasks, true);
+  const TrampolineCheckResult r = checkTrampolineScenario(o);
+  std::cout << formatTrampolineCheck(o, r);
+  EXPECT_FALSE(r.violation) << formatTrampolineCheck(o, r);
+  EXPECT_TRUE(r.complete);
+  EXPECT_GT(r.executions, 50u);
+  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
+}
+
+TEST(Ppc32TrampFreePreempted, SchedSyncWithoutPreemptionVerifies) {
+  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
+  const auto o = scenario(model::TrampolineFree::SchedSync, false);
+  const TrampolineCheckResult r = checkTrampolineScenario(o);
+  std::cout << formatTrampolineCheck(o, r);
+  EXPECT_FALSE(r.violation) << formatTrampolineCheck(o, r);
+  EXPECT_TRUE(r.complete);
+  EXPECT_GT(r.executions, 20u);
+  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
+}
+
+TEST(Ppc32OpsUafNoSync, SkippedSyncIsFoundAndTheFixVerifies) {
+  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
+  auto o = scenario(model::TrampolineFree::RcuTasks, true);
+  o.scenario = TrampolineScenarioKind::OpsUafNoSync;
+  o.free.syncWhenUnchanged = false;
+  const TrampolineCheckResult buggy = checkTrampolineScenario(o);
+  std::cout << formatTrampolineCheck(o, buggy);
+  ASSERT_TRUE(buggy.violation) << formatTrampolineCheck(o, buggy);
+  EXPECT_NE(buggy.violation->find("ops-use-after-free"), std::string::npos) << *buggy.violation;
+  o.free.syncWhenUnchanged = true;
+  const TrampolineCheckResult fixed = checkTrampolineScenario(o);
+  std::cout << formatTrampolineCheck(o, fixed);
+  EXPECT_FALSE(fixed.violation) << formatTrampolineCheck(o, fixed);
+}
+
+// Every ppc32 mutant is killed, each by the checker the issue names, and both correct protocols
+// (word, word-mflr) survive every checker.
+TEST(Ppc32Mutants, EveryMutantIsKilledAndTheCorrectProtocolsSurvive) {
+  const arch::Arch &isa = arch::archByName("ppc32");
+  const MutationScore score = runMutants(isa, defaultMutantCheckers(isa));
+  std::map<std::string, std::string> killer;
+  std::string table;
+  for (const MutantResult &r : score.results) {
+    table += r.protocol + ": " + (r.killedBy.empty() ? "-" : r.killedBy.front()) + "\n";
+    if (!r.killedBy.empty())
+      killer[r.protocol] = r.killedBy.front();
+    if (r.correct) {
+      EXPECT_TRUE(r.killedBy.empty()) << r.protocol << " killed: " << r.evidence.front();
+    }
+  }
+  EXPECT_EQ(score.mutants, 5u) << table; // nosync, mflr order, mflr grace, trap, truncation
+  EXPECT_EQ(score.killed, score.mutants) << table;
+  EXPECT_TRUE(score.correctSurvives) << table;
+  EXPECT_EQ(killer["word-nosync"], "cmodx+sync:enable-modify-disable") << table;
+  EXPECT_EQ(killer["word-trap-first"], "cmodx+sync:enable-modify-disable") << table;
+  EXPECT_EQ(killer["bl-truncate"], "z3:bl-range") << table;
+  EXPECT_TRUE(killer.count("word-mflr-wrong-order")) << table;
+  EXPECT_TRUE(killer.count("word-mflr-no-grace")) << table;
+  std::cout << table;
+}
+
+} // namespace
+} // namespace ftsim::verify
