@@ -47,15 +47,13 @@ inline KernelConfig fastConfigFor(const std::string &flavour, unsigned cpus = 4)
 // The patch site (record) inside `function`: its entry on x86-64 fentry, after `mflr r0;
 // stw r0,4(r1)` on ppc32 -pg, the second nop with -fpatchable-function-entry=2.
 inline std::uint64_t siteOf(const Kernel &kernel, const std::string &function) {
-  const arch::ImageSymbol *s = kernel.image().findSymbol(function);
-  if (!s)
-    ADD_FAILURE() << "no symbol " << function;
   std::uint64_t site = 0;
-  if (s)
-    const_cast<Kernel &>(kernel).core().records().forEach([&](const model::DynFtrace &rec) {
-      if (!site && rec.ip >= s->addr && rec.ip < s->addr + std::max<std::uint64_t>(s->size, 1))
-        site = rec.ip;
-    });
+  auto &core = const_cast<Kernel &>(kernel).core();
+  core.records().forEach([&](const model::DynFtrace &rec) {
+    const std::optional<model::SymbolInfo> s = core.symbolize(rec.ip);
+    if (!site && s && s->name == function)
+      site = rec.ip;
+  });
   if (!site)
     ADD_FAILURE() << "no patch site in " << function;
   return site;

@@ -92,6 +92,72 @@ TEST(Ppc32OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
   EXPECT_EQ(k.callbacks().size(), k.siteExecutions().size());
 }
 
+// A guest module more than 32 MiB from kernel text (ppc-branch-range, dyn_arch_ftrace.mod): the
+// Kernel loads it with the kernel, writes mod->arch.tramp / tramp_regs, and its sites reach
+// ftrace_caller through them. Boot-time enabled: every call of mod_scale is traced once; enabled
+// live on 4 CPUs under random schedules: the module computes its untraced results.
+TEST(Ppc32Module, ModuleSitesReachFtraceCallerThroughTheModuleTrampolines) {
+  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
+  const std::string module = std::string(FTSIM_GUEST_DIR) + "/ppc32-module/module.elf";
+  auto boot = [&](unsigned cpus) {
+    KernelConfig config = fastConfigFor("ppc32-mcount", cpus);
+    config.modules = {module};
+    return bootKernel("ppc32-mcount", config);
+  };
+  auto run = [](Kernel &k, std::uint64_t schedulerSeed) {
+    sim::RandomScheduler random(schedulerSeed);
+    EXPECT_EQ(k.run(random).status, sim::RunResult::Status::Completed);
+    EXPECT_TRUE(k.machine().findings().empty())
+        << sim::formatFinding(k.machine().findings().front());
+  };
+  std::vector<std::uint64_t> reference;
+  {
+    auto k = boot(4);
+    for (unsigned cpu = 1; cpu <= 3; ++cpu)
+      k->machine().addTask({"mod", cpu, k->symbolAddress("mod_compute"), 7 + cpu});
+    run(*k, 1);
+    for (int t = 0; t < 3; ++t)
+      reference.push_back(k->machine().task(t).result);
+  }
+  {
+    auto k = boot(2);
+    EXPECT_NE(k->tracefs().read("available_filter_functions").find("mod_scale [ftsim_mod]"),
+              std::string::npos);
+    k->tracefs().write("set_ftrace_filter", "mod_scale");
+    k->tracefs().write("current_tracer", "function");
+    const std::uint64_t site = siteOf(*k, "mod_scale");
+    arch::Bytes bytes(4);
+    ASSERT_TRUE(k->machine().readText(site, bytes));
+    const auto target = k->image().arch->callTarget(site, bytes);
+    ASSERT_TRUE(target);
+    EXPECT_EQ(*target, k->symbolAddress("ftsim_mod_ftrace_tramp"));
+    EXPECT_FALSE(k->image().arch->call(site, k->trampolines().ftraceCaller).ok);
+    k->watchPatchSites();
+    k->machine().addTask({"mod", 1, k->symbolAddress("mod_compute"), 8});
+    run(*k, 2);
+    EXPECT_EQ(k->machine().task(0).result, reference[0]);
+    std::size_t calls = 0;
+    for (const CallbackEvent &c : k->callbacks())
+      calls += c.ip == site;
+    EXPECT_EQ(calls, 6u); // mod_compute calls mod_scale six times
+    EXPECT_NE(k->tracefs().read("trace").find("mod_scale <-mod_compute"), std::string::npos);
+  }
+  for (std::uint64_t seed : {3, 4}) {
+    auto k = boot(4);
+    k->watchPatchSites();
+    for (unsigned cpu = 1; cpu <= 3; ++cpu)
+      k->machine().addTask({"mod", cpu, k->symbolAddress("mod_compute"), 7 + cpu});
+    k->patcher([](Kernel &kk) {
+      kk.tracefs().write("current_tracer", "function");
+      kk.tracefs().write("current_tracer", "function_graph");
+      kk.tracefs().write("current_tracer", "nop");
+    });
+    run(*k, seed);
+    for (int t = 0; t < 3; ++t)
+      EXPECT_EQ(k->machine().task(t).result, reference[static_cast<std::size_t>(t)]) << seed;
+  }
+}
+
 TrampolineCheckOptions scenario(model::TrampolineFree free, bool preempt) {
   TrampolineCheckOptions o;
   o.imagePath = guestImagePath("ppc32-mcount");

@@ -78,6 +78,23 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   }
   machine_ = std::make_unique<sim::Machine>(isa, config_.machine);
   machine_->loadImage(image_);
+  mcountLocs_ = image_.mcountLocs;
+  for (const std::string &path : config_.modules) {
+    if (isa.name() != "ppc32")
+      fatal("{}: guest modules are a ppc32 feature (long-branch stubs)", path);
+    auto mod = std::make_unique<LoadedModule>(LoadedModule{{}, arch::loadImage(path)});
+    if (mod->image.arch != &isa)
+      fatal("module {} is a {} image, not {}", path, mod->image.arch->name(), isa.name());
+    for (const arch::ImageSymbol &s : mod->image.symbols)
+      if (s.name.ends_with("_ftrace_tramp"))
+        mod->name = s.name.substr(0, s.name.size() - std::string_view("_ftrace_tramp").size());
+    if (mod->name.empty())
+      fatal("module {} has no <name>_ftrace_tramp slot for mod->arch.tramp", path);
+    machine_->loadImage(mod->image);
+    mcountLocs_.insert(mcountLocs_.end(), mod->image.mcountLocs.begin(),
+                       mod->image.mcountLocs.end());
+    modules_.push_back(std::move(mod));
+  }
 
   // Site flavour: which profiling hook the compiler called.
   const arch::ImageSymbol *fentry = image_.findSymbol("__fentry__");
@@ -106,6 +123,24 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
       [this](const model::TraceFunction &function) { return functionAddress(function); },
       std::vector<std::uint64_t>{code.ftraceCall, code.ftraceRegsCall});
 
+  // The module loader's part (module_finalize_ftrace() in arch/powerpc/kernel/module_32.c):
+  // mod->arch.tramp / tramp_regs as long-branch stubs to ftrace_caller / ftrace_regs_caller,
+  // written before the module's text is live; the records of the module then reach them through
+  // rec->arch.mod (Ppc32Patcher).
+  for (const auto &mod : modules_) {
+    auto *ppc = dynamic_cast<model::Ppc32Patcher *>(patcher_.get());
+    const arch::ImageSymbol *tramp = mod->image.findSymbol(mod->name + "_ftrace_tramp");
+    const arch::ImageSymbol *trampRegs = mod->image.findSymbol(mod->name + "_ftrace_tramp_regs");
+    const arch::ImageSymbol *mcount = mod->image.findSymbol("_mcount");
+    if (!ppc || !tramp)
+      FTSIM_PANIC("module {} without a ppc32 patcher or trampoline slot", mod->name);
+    machine_->pokeText(tramp->addr, arch::ppc32::longBranchStub(code.ftraceCaller).bytes);
+    if (trampRegs)
+      machine_->pokeText(trampRegs->addr, arch::ppc32::longBranchStub(code.ftraceRegsCaller).bytes);
+    ppc->addModule(mod->name,
+                   {tramp->addr, trampRegs ? trampRegs->addr : 0, mcount ? mcount->addr : 0});
+  }
+
   model::FtraceConfig ftrace;
   ftrace.patcher = patcher_.get();
   ftrace.port = machine_.get();
@@ -127,12 +162,26 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
     for (const OpsTrampoline &t : opsTrampolines_)
       if (addr >= t.addr && addr < t.addr + t.size)
         return model::SymbolInfo{"ftrace_trampoline", t.addr, t.size, "__builtin__ftrace"};
+    if (const LoadedModule *mod = moduleAt(addr)) {
+      std::optional<model::SymbolInfo> s = model::imageSymbolizer(mod->image)(addr);
+      if (s)
+        s->module = mod->name; // "mod_scale [ftsim_mod]"; rec->arch.mod at boot
+      return s;
+    }
     return imageSymbols(addr);
   };
   core_ = std::make_unique<model::FtraceCore>(std::move(ftrace));
 
   // ftrace_init(): before any task runs, so every conversion is a plain read-verify-write.
-  boot_ = core_->boot(model::imageBootOptions(image_));
+  model::BootOptions bootOptions = model::imageBootOptions(image_);
+  bootOptions.mcountLocs = mcountLocs_;
+  bootOptions.isKernelText = [this](std::uint64_t addr) {
+    const arch::ImageSegment *segment = image_.segmentAt(addr);
+    if (const LoadedModule *mod = moduleAt(addr))
+      segment = mod->image.segmentAt(addr);
+    return segment && segment->executable;
+  };
+  boot_ = core_->boot(bootOptions);
   if (!boot_.bugs.empty()) {
     std::string text;
     for (const auto &bug : boot_.bugs)
@@ -182,12 +231,22 @@ Kernel::~Kernel() = default;
 
 std::uint64_t Kernel::now() const { return machine_->events().size(); }
 
+const Kernel::LoadedModule *Kernel::moduleAt(std::uint64_t addr) const {
+  for (const auto &mod : modules_)
+    if (mod->image.segmentAt(addr))
+      return mod.get();
+  return nullptr;
+}
+
 std::uint64_t Kernel::symbolAddress(std::string_view name) const {
   for (const arch::ImageSymbol &s : trampolines_->code().symbols)
     if (s.name == name)
       return s.addr;
   if (const arch::ImageSymbol *s = image_.findSymbol(name))
     return s->addr;
+  for (const auto &mod : modules_)
+    if (const arch::ImageSymbol *s = mod->image.findSymbol(name))
+      return s->addr;
   fatal("{}: no symbol {}", image_.name, name);
 }
 

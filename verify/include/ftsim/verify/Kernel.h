@@ -45,6 +45,12 @@ struct KernelConfig {
   // ftrace_ops_list_func reads ftrace_ops_list and walks it one event later (the window of
   // 0e792b89e680); false: both in one event.
   bool splitListFunction = false;
+  // ppc32: guest module ELFs (corpora ppc32-module/module.elf, linked at 0xb0000000, more than
+  // 32 MiB from kernel text) loaded with the kernel, as the module loader would before ftrace
+  // processes their __mcount_loc. A module is named by its `<name>_ftrace_tramp` symbol (the slot
+  // where module_finalize_ftrace() puts mod->arch.tramp; `<name>_ftrace_tramp_regs` is
+  // tramp_regs); the Kernel writes both long-branch stubs and registers them with the patcher.
+  std::vector<std::string> modules;
 
   static sim::MachineConfig defaultMachine() {
     sim::MachineConfig c;
@@ -175,8 +181,16 @@ private:
   model::StackSample sampleStack(std::uint64_t ip);
   std::int64_t taskKey(const arch::GuestContext &cpu) const;
 
+  struct LoadedModule {
+    std::string name;
+    arch::Image image;
+  };
+  const LoadedModule *moduleAt(std::uint64_t addr) const;
+
   arch::Image image_;
   KernelConfig config_;
+  std::vector<std::unique_ptr<LoadedModule>> modules_; // stable: symbolizers refer to them
+  std::vector<std::uint64_t> mcountLocs_;              // kernel's and modules' __mcount_loc
   arch::SiteFlavour flavour_ = arch::SiteFlavour::Fentry;
   std::unique_ptr<sim::Machine> machine_;
   std::unique_ptr<arch::FtraceTrampolines> trampolines_;
