@@ -27,6 +27,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     std::string arch = "x86_64";
     std::string image;
     std::string cex;
+    std::string protocol;
     unsigned maxSteps = 6;
     bool json = false;
     bool quiet = false;
@@ -40,6 +41,9 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--image", o->image, "guest image (flavour or path)");
   cmd->add_option("--max-steps", o->maxSteps, "engine operations per sequence (1-20)")
       ->check(CLI::Range(1, 20));
+  cmd->add_option("--protocol", o->protocol,
+                  "patch protocol of every run (default: the ISA's correct one; a broken one, "
+                  "e.g. direct, exercises the failure path)");
   cmd->add_option("--cex", o->cex, "where to write the replay file (default ./ftsim-fuzz.json)");
   cmd->add_flag("--json", o->json, "machine-readable result on stdout (no times)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
@@ -54,6 +58,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     f.runs = o->runs;
     f.seconds = o->seconds;
     f.maxSteps = o->maxSteps;
+    f.protocol = o->protocol;
     if (!o->quiet)
       f.progress = [](std::uint64_t runs, std::uint64_t events) {
         std::fprintf(stderr, "\rftsim fuzz: %llu runs, %llu events",
@@ -66,6 +71,8 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
       std::fprintf(stderr, "\n");
     nlohmann::ordered_json j;
     j["seed"] = o->seed;
+    if (!o->protocol.empty())
+      j["protocol"] = o->protocol;
     j["runs"] = r.runs;
     j["events"] = r.events;
     j["refused_operations"] = r.notes;

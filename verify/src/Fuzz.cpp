@@ -84,7 +84,9 @@ Scenario fuzzScenario(const FuzzOptions &options, const std::vector<std::string>
   Scenario s;
   s.name = fmt::format("fuzz-{}-{}", options.seed, index);
   s.arch = options.arch;
-  s.protocol = options.arch == "ppc32" ? "word" : "int3";
+  s.protocol = !options.protocol.empty() ? options.protocol
+               : options.arch == "ppc32" ? "word"
+                                         : "int3";
   s.code = CodeKind::Kernel;
   s.image = options.image;
   s.cpus = 2 + static_cast<unsigned>(rng.below(2));

@@ -29,6 +29,10 @@ struct FuzzOptions {
   std::uint64_t runs = 0; // 0: until `seconds` have passed
   double seconds = 10;
   unsigned maxSteps = 6;
+  // The patch protocol every run uses (arch::protocolsFor()); empty: the ISA's correct one (int3,
+  // word). A broken one (direct, int3-skip, ...) points the fuzzer at a known-bad engine, to show
+  // its failure path finds, shrinks and saves a violation.
+  std::string protocol;
   std::function<void(std::uint64_t runs, std::uint64_t events)> progress;
 };
 

@@ -1,0 +1,303 @@
+// Engine-level scenarios (code kind "kernel", ScenarioKernel.h) through the library entry that
+// `ftsim check --scenario FILE` uses (loadScenarioFile, validate, KernelScenarioRunner,
+// exploreKernelScenario): the published buggy variants are found by the oracle SCENARIOS.md names,
+// the fixed variants pass their stated runs, and an engine-level counterexample replays byte for
+// byte (and an edited replay file is refused with a one-line error). Also the Chrome trace-event
+// JSON of the replayed execution.
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/verify/Replay.h"
+#include "ftsim/verify/Scenario.h"
+#include "ftsim/verify/ScenarioKernel.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace ftsim::verify {
+namespace {
+
+std::string scenarioPath(const std::string &name) {
+  return std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml";
+}
+
+std::string imagePath(const Scenario &s) {
+  return std::string(FTSIM_GUEST_DIR) + "/" + s.image + "/kernel.elf";
+}
+
+// What `ftsim check --scenario FILE` does before it prints (cli/CheckCommand.cpp runKernelCheck).
+Scenario load(const std::string &name) {
+  const std::string path = scenarioPath(name);
+  Scenario s = loadScenarioFile(path);
+  s.validate(path);
+  return s;
+}
+
+std::string fatalMessage(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const FatalError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+std::string tempPath(const std::string &leaf) {
+  const auto dir = std::filesystem::temp_directory_path() / "ftsim-engine-scenario-test";
+  std::filesystem::create_directories(dir);
+  return (dir / leaf).string();
+}
+
+// The scenario files' own words: kind kernel, the image the fuzzer and check use, and an expected
+// verdict for every variant.
+TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
+  const std::map<std::string, std::pair<std::string, std::string>> expected = {
+      {"list-to-single-race", {"violation", "trace-completeness"}},
+      {"list-to-single-race-fixed", {"verified", ""}},
+      {"int3-skips-call", {"violation", "transparency"}},
+      {"int3-skips-call-fixed", {"verified", ""}},
+  };
+  for (const auto &[name, verdict] : expected) {
+    SCOPED_TRACE(name);
+    const Scenario s = load(name);
+    EXPECT_EQ(s.code, CodeKind::Kernel);
+    EXPECT_EQ(s.expectVerdict, verdict.first);
+    EXPECT_EQ(s.expectOracle, verdict.second);
+    EXPECT_TRUE(std::filesystem::exists(imagePath(s))) << imagePath(s);
+  }
+}
+
+// list-to-single-race (59338f754a55): with the pre-fix order the single ops 'a' (filter ktime_get)
+// is still called directly from ftrace_call when decay_load's site already calls ftrace_caller, so
+// 'a' runs for decay_load.
+TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
+  const Scenario s = load("list-to-single-race");
+  ASSERT_TRUE(s.engine.pre59338f754a55);
+  KernelScenarioRunner runner(s, imagePath(s));
+  const KernelExploreResult r = exploreKernelScenario(runner);
+  ASSERT_TRUE(r.counterexample) << r.coverage;
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(r.found->violation.oracle, "trace-completeness");
+  const Violation &v = r.counterexample->violation;
+  EXPECT_EQ(v.oracle, s.expectOracle);
+  EXPECT_NE(v.message.find("ops 'a' called for decay_load"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("filter 'ktime_get'"), std::string::npos) << v.message;
+  EXPECT_LE(r.executions, s.engine.runs);
+  EXPECT_EQ(r.violatingExecutions, 1u); // stops at the first
+  EXPECT_FALSE(v.trail.empty());
+}
+
+// The same workload and schedules with today's order: ftrace_call goes through the list function
+// while the sites move.
+TEST(EngineScenario, ListToSingleRaceFixedPassesItsStatedRuns) {
+  const Scenario s = load("list-to-single-race-fixed");
+  ASSERT_FALSE(s.engine.pre59338f754a55);
+  ASSERT_EQ(s.engine.runs, 30u);
+  KernelScenarioRunner runner(s, imagePath(s));
+  const KernelExploreResult r = exploreKernelScenario(runner);
+  EXPECT_FALSE(r.counterexample) << formatViolation(r.counterexample->violation);
+  EXPECT_EQ(r.executions, 30u);
+  EXPECT_EQ(r.violatingExecutions, 0u);
+  EXPECT_NE(r.coverage.find("30 random runs (seed 1)"), std::string::npos) << r.coverage;
+}
+
+// int3-skips-call (2700fefdb2d9 & co): the old handler skips the site as if it were a nop, so a
+// task that hits the int3 while the site moves from the livepatch trampoline to
+// ftrace_regs_caller runs the old posix_cpu_timer_set although the livepatch is active.
+TEST(EngineScenario, Int3SkipsCallIsATransparencyViolation) {
+  const Scenario s = load("int3-skips-call");
+  ASSERT_EQ(s.protocol, "int3-skip");
+  KernelScenarioRunner runner(s, imagePath(s));
+  const KernelExploreResult r = exploreKernelScenario(runner);
+  ASSERT_TRUE(r.counterexample) << r.coverage;
+  const Violation &v = r.counterexample->violation;
+  EXPECT_EQ(v.oracle, "transparency");
+  // The reference (livepatch in place, no patcher) runs version 2 on every call.
+  EXPECT_NE(v.message.find("the reference run returned"), std::string::npos) << v.message;
+  ASSERT_FALSE(runner.referenceResults().empty());
+  EXPECT_NE(v.message.find("returned 0x10,"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("reference run returned 0x1000"), std::string::npos) << v.message;
+}
+
+TEST(EngineScenario, Int3SkipsCallFixedPassesItsStatedRuns) {
+  const Scenario s = load("int3-skips-call-fixed");
+  ASSERT_EQ(s.protocol, "int3");
+  ASSERT_EQ(s.engine.runs, 40u);
+  KernelScenarioRunner runner(s, imagePath(s));
+  const KernelExploreResult r = exploreKernelScenario(runner);
+  EXPECT_FALSE(r.counterexample) << formatViolation(r.counterexample->violation);
+  EXPECT_EQ(r.executions, 40u);
+  EXPECT_NE(r.coverage.find("40 random runs (seed 1)"), std::string::npos) << r.coverage;
+}
+
+// --- Replay and Chrome trace of an engine-level counterexample
+// ------------------------------------
+
+class EngineReplay : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    // int3-skips-call: its counterexample is found in the first runs, so this stays cheap.
+    scenario_ = new Scenario(load("int3-skips-call"));
+    runner_ = new KernelScenarioRunner(*scenario_, imagePath(*scenario_));
+    const KernelExploreResult r = exploreKernelScenario(*runner_);
+    ASSERT_TRUE(r.counterexample);
+    cex_ = new Counterexample(*r.counterexample);
+    path_ = new std::string(tempPath("int3-skips-call.json"));
+    writeReplayFile(*path_, *scenario_, *cex_);
+  }
+  static void TearDownTestSuite() {
+    delete runner_;
+    delete scenario_;
+    delete cex_;
+    delete path_;
+  }
+  static Scenario *scenario_;
+  static KernelScenarioRunner *runner_;
+  static Counterexample *cex_;
+  static std::string *path_;
+};
+Scenario *EngineReplay::scenario_ = nullptr;
+KernelScenarioRunner *EngineReplay::runner_ = nullptr;
+Counterexample *EngineReplay::cex_ = nullptr;
+std::string *EngineReplay::path_ = nullptr;
+
+TEST_F(EngineReplay, TheWrittenFileReproducesWithTheSameEventLogHash) {
+  const ReplayFile file = loadReplayFile(*path_);
+  EXPECT_EQ(file.scenario, *scenario_); // the file stands alone
+  EXPECT_EQ(file.counterexample.choices, cex_->choices);
+  EXPECT_EQ(file.counterexample.logHash, cex_->logHash);
+  // A runner built from the file alone, as `ftsim replay` does.
+  KernelScenarioRunner runner(file.scenario, imagePath(file.scenario));
+  const KernelReproduction r = reproduceKernel(runner, file, *path_);
+  EXPECT_EQ(r.execution.logHash, cex_->logHash);
+  EXPECT_EQ(summarizeViolation(r.violation), summarizeViolation(cex_->violation));
+  EXPECT_EQ(r.violation.oracle, "transparency");
+  EXPECT_NE(r.timeline.find("store cc at posix_cpu_timer_set"), std::string::npos);
+  EXPECT_NE(r.timeline.find("(int3 handled)"), std::string::npos);
+  // And again: byte for byte.
+  EXPECT_EQ(reproduceKernel(runner, file, *path_).execution.logHash, cex_->logHash);
+}
+
+TEST_F(EngineReplay, AnEditedFileIsRefusedWithOneLine) {
+  const std::string text = readFile(*path_);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);
+  ASSERT_TRUE(j["choices"].is_array());
+  ASSERT_GT(j["choices"].size(), 0u);
+  // Edits that still parse: another schedule, another recorded hash, another expected finding.
+  std::vector<std::pair<std::string, nlohmann::ordered_json>> edits;
+  {
+    nlohmann::ordered_json e = j;
+    std::vector<std::uint32_t> choices = e["choices"].get<std::vector<std::uint32_t>>();
+    std::size_t k = choices.size() / 2;
+    choices[k] = choices[k] == 0 ? 1 : 0;
+    e["choices"] = choices;
+    edits.emplace_back("choices", e);
+  }
+  {
+    nlohmann::ordered_json e = j;
+    e["log_fnv1a"] = "0x0123456789abcdef";
+    edits.emplace_back("log_fnv1a", e);
+  }
+  {
+    nlohmann::ordered_json e = j;
+    e["expect"]["summary"] = "transparency cpu1 at event #1: nothing of the sort";
+    edits.emplace_back("expect.summary", e);
+  }
+  for (const auto &[what, e] : edits) {
+    SCOPED_TRACE(what);
+    const std::string path = tempPath("edited-" + what + ".json");
+    writeFile(path, e.dump(1));
+    const std::string message = fatalMessage([&] {
+      const ReplayFile file = loadReplayFile(path);
+      KernelScenarioRunner runner(file.scenario, imagePath(file.scenario));
+      reproduceKernel(runner, file, path);
+    });
+    ASSERT_FALSE(message.empty()) << "the edited file was accepted";
+    EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // Not JSON at all.
+  const std::string broken = tempPath("truncated.json");
+  writeFile(broken, text.substr(0, text.size() / 2));
+  const std::string message = fatalMessage([&] { loadReplayFile(broken); });
+  EXPECT_EQ(message.rfind(broken + ": ", 0), 0u) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST_F(EngineReplay, ChromeTraceHasOneTrackPerCpuAndThePatcher) {
+  const ReplayFile file = loadReplayFile(*path_);
+  const KernelReproduction r = reproduceKernel(*runner_, file, *path_, true);
+  ASSERT_FALSE(r.chrome.empty());
+  const nlohmann::json j = nlohmann::json::parse(r.chrome); // throws on malformed output
+  ASSERT_TRUE(j.contains("traceEvents"));
+  const auto &events = j["traceEvents"];
+  std::map<unsigned, std::string> threads;
+  std::map<unsigned, std::uint64_t> complete; // X events per tid
+  std::map<unsigned, std::uint64_t> lastTs;
+  bool monotone = true;
+  std::uint64_t stores = 0;
+  std::set<std::string> instantNames, summaries;
+  std::set<std::string> phases;
+  for (const auto &e : events) {
+    const std::string ph = e.at("ph");
+    phases.insert(ph);
+    if (ph == "M" && e.at("name") == "thread_name")
+      threads[e.at("tid").get<unsigned>()] = e.at("args").at("name");
+    if (ph == "X") {
+      const unsigned tid = e.at("tid");
+      const std::uint64_t ts = e.at("ts");
+      EXPECT_EQ(e.at("dur").get<std::uint64_t>(), 1u);
+      if (complete[tid]++ && ts <= lastTs[tid])
+        monotone = false;
+      lastTs[tid] = ts;
+      if (e.at("cat") == "store") {
+        ++stores;
+        EXPECT_TRUE(e.at("args").contains("bytes"));
+      }
+    }
+    if (ph == "i") {
+      instantNames.insert(e.at("name").get<std::string>());
+      if (e.at("args").contains("summary"))
+        summaries.insert(e.at("args").at("summary").get<std::string>());
+      EXPECT_LE(e.at("ts").get<std::uint64_t>(), r.execution.events);
+    }
+  }
+  EXPECT_TRUE(monotone);
+  EXPECT_EQ(phases, (std::set<std::string>{"M", "X", "i"}));
+  // cpu0, cpu1 and the patcher (tid 100).
+  ASSERT_EQ(threads.size(), scenario_->cpus + 1);
+  for (unsigned c = 0; c < scenario_->cpus; ++c)
+    EXPECT_EQ(threads[c], "cpu" + std::to_string(c));
+  EXPECT_EQ(threads[100].rfind("patcher", 0), 0u);
+  // The workload runs on CPU 1; the patcher's stores are on its own track.
+  EXPECT_GT(complete[1], 100u);
+  EXPECT_GT(complete[100], 0u);
+  EXPECT_GT(stores, 0u);
+  std::uint64_t x = 0;
+  for (const auto &[tid, n] : complete)
+    x += n;
+  EXPECT_EQ(x, r.execution.events); // every machine event once
+  // The finding: the counterexample's violation as a global instant event.
+  EXPECT_TRUE(instantNames.count("violation: transparency"));
+  EXPECT_TRUE(summaries.count(summarizeViolation(r.violation)));
+}
+
+} // namespace
+} // namespace ftsim::verify

@@ -1,0 +1,128 @@
+// The patch-operation fuzzer (Fuzz.h): deterministic for --runs N --seed S, silent on today's
+// engine for a few runs, and, pointed at a broken protocol, it finds a violation, shrinks the
+// operation sequence to a 1-minimal one, minimises the schedule and writes a replay file that
+// reproduceKernel (what `ftsim replay` runs) reproduces byte for byte.
+
+#include "ftsim/verify/Fuzz.h"
+#include "ftsim/arch/Error.h"
+#include "ftsim/sim/RandomScheduler.h"
+#include "ftsim/verify/Replay.h"
+#include "ftsim/verify/ScenarioKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace ftsim::verify {
+namespace {
+
+FuzzOptions options(std::uint64_t seed, std::uint64_t runs, const std::string &protocol = "") {
+  FuzzOptions o;
+  o.image = "x86_64-fentry";
+  o.imagePath = std::string(FTSIM_GUEST_DIR) + "/x86_64-fentry/kernel.elf";
+  o.seed = seed;
+  o.runs = runs;
+  o.protocol = protocol;
+  return o;
+}
+
+// The execution the fuzzer judges a scenario by (Fuzz.cpp runOnce): its first schedule.
+bool violatesOracle(const Scenario &s, const std::string &imagePath, const std::string &oracle) {
+  KernelScenarioRunner runner(s, imagePath);
+  const std::uint64_t seed = s.engine.scheduleSeed * 1000003;
+  KernelExecution e;
+  if (s.engine.explore == "pct") {
+    PctScheduler pct(seed, s.engine.pctDepth, 2000);
+    e = runner.run(pct);
+  } else {
+    sim::RandomScheduler random(seed);
+    e = runner.run(random);
+  }
+  for (const Violation &v : e.violations)
+    if (v.oracle == oracle)
+      return true;
+  return false;
+}
+
+TEST(Fuzz, SameSeedAndRunsGiveTheSameRuns) {
+  const FuzzOptions o = options(7, 4);
+  const FuzzResult a = fuzz(o);
+  const FuzzResult b = fuzz(o);
+  EXPECT_EQ(a.runs, 4u);
+  EXPECT_FALSE(a.failing) << a.originalViolation;
+  EXPECT_EQ(a.runs, b.runs);
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.notes, b.notes);
+  EXPECT_GT(a.events, 0u);
+  // The generated sequences are a function of (seed, index) only ...
+  const std::vector<std::string> functions = calledFunctions(o.imagePath, {"sched", "mm"});
+  ASSERT_GT(functions.size(), 3u);
+  for (std::uint64_t i = 0; i < 4; ++i)
+    EXPECT_EQ(fuzzScenario(o, functions, i), fuzzScenario(o, functions, i));
+  // ... and another seed gives other sequences.
+  EXPECT_NE(fuzzScenario(o, functions, 0), fuzzScenario(options(8, 4), functions, 0));
+  EXPECT_NE(fuzzScenario(o, functions, 0), fuzzScenario(o, functions, 1));
+}
+
+TEST(Fuzz, UnknownProtocolIsAOneLineError) {
+  std::string message;
+  try {
+    fuzz(options(1, 1, "nosuch"));
+  } catch (const FatalError &e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("nosuch"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+// `direct` writes the call over the nop with plain stores and no int3: the fuzzer must find the
+// torn fetch (or the fault it causes), shrink, minimise and save it.
+TEST(Fuzz, FindsShrinksAndSavesAViolationOfABrokenProtocol) {
+  const FuzzOptions o = options(1, 20, "direct");
+  const FuzzResult r = fuzz(o);
+  ASSERT_TRUE(r.failing) << "no violation in " << r.runs << " runs";
+  ASSERT_TRUE(r.cex);
+  ASSERT_TRUE(r.original);
+  EXPECT_LE(r.runs, 20u);
+  EXPECT_EQ(r.failing->protocol, "direct");
+  const std::string oracle = r.cex->violation.oracle;
+  EXPECT_TRUE(oracle == "torn-fetch" || oracle == "guest-fault") << oracle;
+  EXPECT_EQ(r.originalViolation.rfind(oracle, 0), 0u) << r.originalViolation;
+  // Shrunk: no more steps than generated, no unused ops left, and 1-minimal (dropping any one
+  // remaining step loses the violation).
+  const auto &steps = r.failing->engine.steps;
+  ASSERT_FALSE(steps.empty());
+  EXPECT_LE(steps.size(), r.original->engine.steps.size());
+  EXPECT_LE(r.failing->engine.ops.size(), r.original->engine.ops.size());
+  for (const EngineOpsSpec &ops : r.failing->engine.ops) {
+    bool used = false;
+    for (const EngineStep &st : steps)
+      used |= st.ops == ops.name;
+    EXPECT_TRUE(used) << ops.name;
+  }
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    Scenario t = *r.failing;
+    t.engine.steps.erase(t.engine.steps.begin() + static_cast<std::ptrdiff_t>(k));
+    EXPECT_FALSE(violatesOracle(t, o.imagePath, oracle)) << "step " << k << " is not needed";
+  }
+  // Saved and reproduced, as `ftsim replay` does.
+  const auto dir = std::filesystem::temp_directory_path() / "ftsim-fuzz-test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "fuzz.json").string();
+  writeReplayFile(path, *r.failing, *r.cex);
+  const ReplayFile file = loadReplayFile(path);
+  EXPECT_EQ(file.scenario, *r.failing);
+  KernelScenarioRunner runner(file.scenario, o.imagePath);
+  const KernelReproduction rep = reproduceKernel(runner, file, path);
+  EXPECT_EQ(rep.execution.logHash, r.cex->logHash);
+  EXPECT_EQ(summarizeViolation(rep.violation), summarizeViolation(r.cex->violation));
+  // The fuzzer is deterministic on its failure path too.
+  const FuzzResult again = fuzz(o);
+  ASSERT_TRUE(again.failing);
+  EXPECT_EQ(*again.failing, *r.failing);
+  EXPECT_EQ(again.cex->logHash, r.cex->logHash);
+  EXPECT_EQ(again.runs, r.runs);
+}
+
+} // namespace
+} // namespace ftsim::verify
