@@ -158,6 +158,86 @@ TEST(Ppc32Module, ModuleSitesReachFtraceCallerThroughTheModuleTrampolines) {
   }
 }
 
+// A livepatched function on ppc32 (klp_ftrace_handler: klp_arch_set_pc(regs, new_func); Linux
+// has HAVE_LIVEPATCH on PPC32 since v5.17): an IPMODIFY|SAVE_REGS ops on posix_cpu_timer_set sets
+// pt_regs->nip to posix_cpu_timer_set_v2, and ftrace_regs_caller's exit (mtctr of the saved nip;
+// bctr) enters the new version with LR still the caller's. With or without the ops' own
+// trampoline, instruction-granular on 3 CPUs: every call after the patch is in returns the new
+// result, none before it does, no CPU regresses, and a task that was inside the old body when the
+// patch landed finishes it without a fault.
+class Ppc32Livepatch : public ::testing::TestWithParam<bool> {};
+
+TEST_P(Ppc32Livepatch, NewVersionEverywhereOnceInAndTheOldBodyFinishes) {
+  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
+  bool sawInside = false;
+  unsigned newCalls = 0;
+  for (std::uint64_t seed = 1; seed <= 6 && !sawInside; ++seed) {
+    KernelConfig config;
+    config.machine.cpus = 3;
+    config.protocol = "word";
+    config.opsTrampolines = GetParam();
+    auto kernel = bootKernel("ppc32-mcount", config);
+    Kernel &k = *kernel;
+    const arch::ImageSymbol *old = k.image().findSymbol("posix_cpu_timer_set");
+    ASSERT_NE(old, nullptr);
+    const std::uint64_t site = siteOf(k, "posix_cpu_timer_set");
+    const std::uint64_t v2 = k.symbolAddress("posix_cpu_timer_set_v2");
+    model::FtraceOps klp(
+        "klp_ops",
+        [v2](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *regs) {
+          if (regs)
+            regs->setPc(v2);
+        },
+        model::OpsFlag::Dynamic | model::OpsFlag::SaveRegs | model::OpsFlag::IpModify);
+    k.core().setFilter(klp, "posix_cpu_timer_set", true);
+    // Step every execution of the site (its legal states include a trampoline not allocated yet).
+    k.machine().watchSite(site, 4);
+    const int t1 = k.addWorkload("timers", 1, seed);
+    const int t2 = k.addWorkload("timers", 2, seed + 1);
+    std::uint64_t begin = 0, end = 0;
+    k.patcher([&](Kernel &kk) {
+      kk.machine().synchronizeRcuTasks(); // the tasks call the old version for a while
+      begin = kk.now();
+      kk.core().registerFunction(klp);
+      end = kk.now();
+    });
+    sim::RandomScheduler random(seed);
+    ASSERT_EQ(k.run(random).status, sim::RunResult::Status::Completed);
+    ASSERT_TRUE(k.machine().findings().empty())
+        << sim::formatFinding(k.machine().findings().front());
+    for (int t : {t1, t2}) {
+      const std::uint64_t r = k.machine().task(t).result;
+      const unsigned v1Calls = r & 0xff, v2Calls = r >> 8 & 0xff;
+      EXPECT_EQ(v1Calls + v2Calls, 16u) << "seed " << seed;
+      EXPECT_EQ(r >> 16 & 1, 0u) << "the old version ran after the new one, seed " << seed;
+      std::size_t before = 0, after = 0;
+      bool inOld = false, insideAcross = false;
+      for (const sim::EventRecord &e : k.machine().events()) {
+        if (e.kind != sim::EventKind::Step || e.task != t)
+          continue;
+        if (e.pc == site) {
+          before += e.index < begin;
+          after += e.index >= end;
+          inOld = false;
+        } else if (e.pc > site && e.pc < old->addr + old->size) {
+          if (e.index < end)
+            inOld = true;
+          else if (inOld)
+            insideAcross = true;
+        }
+      }
+      EXPECT_GE(v2Calls, after) << "seed " << seed;
+      newCalls += v2Calls;
+      EXPECT_GE(v1Calls, before) << "seed " << seed;
+      sawInside = sawInside || insideAcross;
+    }
+  }
+  EXPECT_TRUE(sawInside) << "no schedule put a task inside the old function across the patch";
+  EXPECT_GT(newCalls, 0u) << "the new version never ran";
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedRegsCallerOrOwnTrampoline, Ppc32Livepatch, ::testing::Bool());
+
 TrampolineCheckOptions scenario(model::TrampolineFree free, bool preempt) {
   TrampolineCheckOptions o;
   o.imagePath = guestImagePath("ppc32-mcount");
