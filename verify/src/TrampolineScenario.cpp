@@ -84,6 +84,7 @@ struct Execution {
   std::uint64_t decisions = 0;
   std::uint64_t events = 0;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> alternatives;
+  bool sleptUntilCall = false;
 };
 
 // The events that matter for a trampoline's lifetime, up to and including `upTo`, one per line.
@@ -185,6 +186,14 @@ Execution runOnce(const TrampolineCheckOptions &options,
     if (!site && rec.ip >= traced->addr && rec.ip < traced->addr + traced->size)
       site = rec.ip;
   });
+  const bool sleepUntilCall =
+      options.sleepUntilCall.value_or(kernel.image().arch->name() == "ppc32");
+  auto unregisterAll = [&](Kernel &k) {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      k.core().unregisterFunction(**it);
+      k.freeOps(**it); // the owner's kfree()
+    }
+  };
   kernel.patcher([&](Kernel &k) {
     for (auto &op : ops)
       k.core().registerFunction(*op);
@@ -194,6 +203,8 @@ Execution runOnce(const TrampolineCheckOptions &options,
       k.machine().scheduleOnEachCpu();
     } else {
       k.machine().synchronizeRcuTasks();
+      if (!sleepUntilCall)
+        return unregisterAll(k);
       // Then sleep (one no-op publication at a time, the tasks running meanwhile) until a task
       // calls the function again, so the unregistration races a call that is inside the
       // trampoline. (How soon a call follows the end of the grace period depends on the ISA's
@@ -210,15 +221,13 @@ Execution runOnce(const TrampolineCheckOptions &options,
         k.machine().publish("sleep", [] {});
       }
     }
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-      k.core().unregisterFunction(**it);
-      k.freeOps(**it); // the owner's kfree()
-    }
+    unregisterAll(k);
   });
   BoundedScheduler scheduler(overrides, recordFrom, options.preempt);
   const sim::RunResult run = kernel.run(scheduler, kMaxEventsPerExecution);
 
   Execution out;
+  out.sleptUntilCall = sleepUntilCall && !uaf;
   out.decisions = scheduler.decisions();
   out.events = run.events;
   out.alternatives = scheduler.alternatives();
@@ -277,8 +286,11 @@ TrampolineCheckResult checkTrampolineScenario(const TrampolineCheckOptions &opti
     Execution e = runOnce(options, node.overrides, node.recordFrom);
     ++result.executions;
     result.events += e.events;
-    if (node.overrides.empty())
+    if (node.overrides.empty()) {
       result.baseDecisions = e.decisions;
+      if (e.sleptUntilCall)
+        result.bounds += "; after the grace period the patcher sleeps until the next call";
+    }
     if (e.violation && !result.violation) {
       result.violation = e.violation;
       result.timeline = std::move(e.timeline);
