@@ -1,0 +1,208 @@
+// The engine-level commands as a user runs them: `ftsim check --tramp-free`, `ftsim check
+// --scenario` on an engine-level scenario then `ftsim replay FILE --chrome OUT.json`, and
+// `ftsim fuzz` (deterministic with --runs/--seed; pointed at a broken protocol it saves a replay
+// file `ftsim replay` reproduces). Exit statuses 0/1/2 and one-line errors.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct CommandRun {
+  int status = -1;
+  std::string out; // stdout and stderr together
+};
+
+CommandRun runFtsim(const std::string &args) {
+  CommandRun r;
+  const std::string cmd = std::string(FTSIM_EXE) + " " + args + " 2>&1";
+  FILE *pipe = popen(cmd.c_str(), "r");
+  if (!pipe)
+    return r;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
+    r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::size_t lines(const std::string &s) {
+  std::size_t n = 0;
+  for (char c : s)
+    n += c == '\n';
+  return n;
+}
+
+bool has(const std::string &text, const std::string &what) {
+  return text.find(what) != std::string::npos;
+}
+
+std::string temp(const std::string &leaf) {
+  const auto dir = std::filesystem::temp_directory_path() / "ftsim-cli-engine-test";
+  std::filesystem::create_directories(dir);
+  return (dir / leaf).string();
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// --- check --tramp-free (tramp-free-preempted: f3bea49115b2 -> 0598e4f08e3d)
+// ----------------------
+
+TEST(CliTrampFree, ImmediateFreeWithPreemptionRunsInFreedMemory) {
+  const CommandRun r =
+      runFtsim("check --tramp-free immediate --preempt --arch x86_64 --explore exhaustive");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(r.out.rfind("FOUND     tramp-free-preempted free=immediate preempt=yes\n", 0), 0u)
+      << r.out;
+  EXPECT_TRUE(has(r.out, "trampoline-lifetime: cpu1")) << r.out;
+  EXPECT_TRUE(has(r.out, "freed trampoline")) << r.out;
+  EXPECT_TRUE(has(r.out, "freeText")) << r.out; // the timeline shows the free
+  EXPECT_TRUE(has(r.out, "bounds: timer preemptions <= 1")) << r.out;
+}
+
+TEST(CliTrampFree, RcuTasksWithPreemptionVerifiesWithinTheStatedBounds) {
+  const CommandRun r =
+      runFtsim("check --tramp-free rcu-tasks --preempt --arch x86_64 --explore exhaustive");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("VERIFIED  tramp-free-preempted free=rcu-tasks preempt=yes\n", 0), 0u)
+      << r.out;
+  // Every schedule within one preemption around round robin: one execution per preemption point
+  // (about 490 on the built-in guest; the exact count follows the guest's code).
+  const std::size_t at = r.out.find("\n  ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const unsigned long executions = std::stoul(r.out.substr(at + 3));
+  EXPECT_GT(executions, 100u) << r.out;
+  EXPECT_TRUE(has(r.out, std::to_string(executions) + " executions, ")) << r.out;
+  EXPECT_TRUE(has(r.out, "  bounds: timer preemptions <= 1 around round robin; 2 CPUs (patcher on "
+                         "cpu0), 2 tasks on cpu1 x 16 calls"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, "freed trampoline")) << r.out;
+}
+
+TEST(CliTrampFree, BadValuesAreOneLineErrors) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"check --tramp-free bogus --preempt", "unknown trampoline free variant 'bogus'"},
+      {"check --tramp-free immediate --explore random", "--explore random"},
+      {"check --tramp-free immediate --bound -1", "--bound -1"},
+      {"check --tramp-free immediate --tramp-scenario nosuch", "--tramp-scenario 'nosuch'"},
+  };
+  for (const auto &[args, message] : cases) {
+    const CommandRun r = runFtsim(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, message)) << args << "\n" << r.out;
+  }
+}
+
+// --- check --scenario (engine level), replay, --chrome -------------------------------------------
+
+TEST(CliEngineScenario, CheckWritesAReplayThatReplaysWithAChromeTrace) {
+  const std::string cex = temp("int3-skips-call.json");
+  const std::string chrome = temp("int3-skips-call.chrome.json");
+  std::filesystem::remove(cex);
+  std::filesystem::remove(chrome);
+  const CommandRun check = runFtsim("check --scenario " + std::string(FTSIM_CORPORA_DIR) +
+                                    "/scenarios/int3-skips-call.toml --quiet --cex " + cex);
+  ASSERT_EQ(check.status, 1) << check.out;
+  EXPECT_TRUE(has(check.out, "VIOLATION transparency")) << check.out;
+  EXPECT_TRUE(has(check.out, "returned 0x10, the reference run returned 0x1000")) << check.out;
+  EXPECT_TRUE(has(check.out, "replay: ftsim replay " + cex)) << check.out;
+
+  const CommandRun replay = runFtsim("replay " + cex + " --chrome " + chrome);
+  ASSERT_EQ(replay.status, 0) << replay.out;
+  EXPECT_TRUE(has(replay.out, "VIOLATION transparency")) << replay.out;
+  EXPECT_TRUE(has(replay.out, "reproduced: event log hash 0x")) << replay.out;
+  EXPECT_TRUE(has(replay.out, "chrome trace: " + chrome)) << replay.out;
+
+  const nlohmann::json j = nlohmann::json::parse(readFile(chrome));
+  std::set<unsigned> tracks, xTids;
+  std::map<unsigned, std::uint64_t> lastTs;
+  bool monotone = true, finding = false;
+  for (const auto &e : j.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    if (ph == "M" && e.at("name") == "thread_name")
+      tracks.insert(e.at("tid").get<unsigned>());
+    if (ph == "X") {
+      const unsigned tid = e.at("tid");
+      const std::uint64_t ts = e.at("ts");
+      if (xTids.count(tid) && ts <= lastTs[tid])
+        monotone = false;
+      xTids.insert(tid);
+      lastTs[tid] = ts;
+    }
+    if (ph == "i" && e.at("name") == "violation: transparency")
+      finding = true;
+  }
+  EXPECT_EQ(tracks, (std::set<unsigned>{0, 1, 100})); // 2 CPUs and the patcher
+  EXPECT_TRUE(xTids.count(1) && xTids.count(100));
+  EXPECT_TRUE(monotone);
+  EXPECT_TRUE(finding);
+
+  // An edited file: one line, exit 2.
+  std::string text = readFile(cex);
+  const std::size_t at = text.find("\"log_fnv1a\": \"0x");
+  ASSERT_NE(at, std::string::npos) << text.substr(0, 400);
+  char &digit = text[at + 16];
+  digit = digit == '0' ? '1' : '0';
+  const std::string edited = temp("edited.json");
+  std::ofstream(edited, std::ios::binary | std::ios::trunc) << text;
+  const CommandRun bad = runFtsim("replay " + edited);
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_EQ(lines(bad.out), 1u) << bad.out;
+  EXPECT_TRUE(has(bad.out, edited)) << bad.out;
+}
+
+// --- fuzz ----------------------------------------------------------------------------------------
+
+TEST(CliFuzz, SameRunsAndSeedPrintTheSameSummary) {
+  const CommandRun a = runFtsim("fuzz --runs 3 --seed 11 --quiet");
+  const CommandRun b = runFtsim("fuzz --runs 3 --seed 11 --quiet");
+  EXPECT_EQ(a.status, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.out.rfind("ftsim fuzz: no violation in 3 runs (", 0), 0u) << a.out;
+  EXPECT_TRUE(has(a.out, "seed 11, --runs 3")) << a.out;
+  const CommandRun json = runFtsim("fuzz --runs 3 --seed 11 --quiet --json");
+  ASSERT_EQ(json.status, 0) << json.out;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("runs"), 3);
+  EXPECT_EQ(j.at("verdict"), "no-violation");
+  EXPECT_TRUE(has(a.out, "(" + std::to_string(j.at("events").get<std::uint64_t>()) + " events"));
+}
+
+TEST(CliFuzz, ABrokenProtocolIsFoundShrunkAndReplayed) {
+  const std::string cex = temp("fuzz-direct.json");
+  std::filesystem::remove(cex);
+  const CommandRun r = runFtsim("fuzz --runs 20 --seed 1 --protocol direct --quiet --cex " + cex);
+  ASSERT_EQ(r.status, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "ftsim fuzz: violation in run ")) << r.out;
+  EXPECT_TRUE(has(r.out, "shrunk to: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "VIOLATION ")) << r.out;
+  EXPECT_TRUE(has(r.out, "replay: ftsim replay " + cex)) << r.out;
+  const CommandRun replay = runFtsim("replay " + cex);
+  EXPECT_EQ(replay.status, 0) << replay.out;
+  EXPECT_TRUE(has(replay.out, "reproduced: event log hash 0x")) << replay.out;
+  EXPECT_TRUE(has(replay.out, "protocol direct") || has(replay.out, "direct")) << replay.out;
+
+  const CommandRun bad = runFtsim("fuzz --runs 1 --protocol nosuch --quiet");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_EQ(lines(bad.out), 1u) << bad.out;
+  EXPECT_TRUE(has(bad.out, "nosuch")) << bad.out;
+}
+
+} // namespace
