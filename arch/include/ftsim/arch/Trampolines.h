@@ -102,9 +102,10 @@ public:
   // A stub's C return value (rax).
   virtual void setReturnValue(GuestContext &cpu, std::uint64_t value) const = 0;
 
-  // Per-ops trampolines (arch_ftrace_update_trampoline). An ISA without them (Linux: every arch
-  // but x86 before 2014, arm64, powerpc32) keeps the defaults and every ops goes through the
-  // shared trampolines and the list function.
+  // Per-ops trampolines (arch_ftrace_update_trampoline). An ISA without them keeps the defaults
+  // and every ops goes through the shared trampolines and the list function. x86-64 has them as
+  // Linux does; ppc32 has a port of x86's create_trampoline() (Linux powerpc has none), placed
+  // within bl reach of kernel text.
   virtual bool hasOpsTrampolines() const { return false; }
   // Bytes an ops trampoline needs (the size to allocText before generating it at its address).
   virtual std::uint64_t opsTrampolineSize(bool /*saveRegs*/) const { return 0; }
@@ -115,7 +116,8 @@ public:
   }
 };
 
-// FatalError for an ISA without guest trampolines yet (ppc32: not implemented).
+// x86-64 (after ftrace_64.S) and ppc32 (after ftrace_entry.S); FatalError for an ISA without
+// guest trampolines (ppc64 is static only).
 std::unique_ptr<FtraceTrampolines> makeFtraceTrampolines(const Arch &arch,
                                                          const TrampolineRequest &request);
 
