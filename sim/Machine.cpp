@@ -991,6 +991,11 @@ void Machine::watchSite(std::uint64_t addr, std::uint32_t size,
   for (const arch::Bytes &s : allowedStates)
     if (s.size() != size)
       fatal("allowed state [{}] of site {:#x} is not {} bytes", arch::hexBytes(s), addr, size);
+  // Watching the same site again replaces its allowed states (a new trampoline became a target).
+  if (auto it = m.state.sites.find(addr); it != m.state.sites.end() && it->second.size == size) {
+    it->second.allowed = std::move(allowedStates);
+    return;
+  }
   for (std::uint32_t i = 0; i < size; ++i) {
     if (r->flags[addr - r->base + i] & kSiteByte)
       fatal("patch site {:#x}+{} overlaps another site", addr, size);

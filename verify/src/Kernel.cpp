@@ -383,6 +383,10 @@ void Kernel::updateOpsTrampoline(model::FtraceOps &ops) {
   ops.trampolineSize = size;
   ops.flags |= model::OpsFlag::AllocTramp;
   opsTrampolines_.push_back({addr, size, code.callSite, code.callbackStub, &ops, saveRegs});
+  // A site may now legally call the new trampoline: watched sites learn the new state before the
+  // patcher can write it.
+  if (watching_)
+    watchPatchSites();
 }
 
 // The trampoline's ftrace_call: ftrace_ops_get_func(ops) with the ops bound in the trampoline —
@@ -560,6 +564,7 @@ std::vector<PatchSite> Kernel::patchSites() const {
 }
 
 void Kernel::watchPatchSites() {
+  watching_ = true;
   for (PatchSite &site : patchSites())
     machine_->watchSite(site.addr, site.size, std::move(site.states));
 }

@@ -92,7 +92,8 @@ public:
   // Watch a patch site: every fetch at an address inside it is recorded with the bytes the CPU
   // fetched, and the site's lines become visible in every mode. With `allowedStates`, a fetch
   // that starts inside the site, or sees bytes that are none of the states and do not begin with
-  // the ISA's trap, is a TornFetch finding.
+  // the ISA's trap, is a TornFetch finding. Watching a site again (same address and size)
+  // replaces its allowed states.
   void watchSite(std::uint64_t addr, std::uint32_t size,
                  std::vector<arch::Bytes> allowedStates = {});
   // Record accesses to guest data in [addr, addr+size) as event footprints (and end fast-mode

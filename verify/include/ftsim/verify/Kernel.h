@@ -211,7 +211,8 @@ private:
   std::map<const model::FtraceOps *, std::uint64_t> freedOps_; // -> event of the free
   std::vector<OpsUseAfterFree> opsUseAfterFree_;
   std::map<std::int64_t, std::vector<ReturnFrame>> retStacks_; // per task: current->ret_stack
-  arch::Bytes graphOff_; // ftrace_graph_call while function_graph is off (as generated)
+  arch::Bytes graphOff_;  // ftrace_graph_call while function_graph is off (as generated)
+  bool watching_ = false; // watchPatchSites() was called: new trampolines extend the legal states
   arch::GuestContext *current_ = nullptr; // the CPU inside a callback
   std::uint64_t currentRegs_ = 0;
 };
