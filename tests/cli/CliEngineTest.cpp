@@ -3,6 +3,8 @@
 // `ftsim fuzz` (deterministic with --runs/--seed; pointed at a broken protocol it saves a replay
 // file `ftsim replay` reproduces). Exit statuses 0/1/2 and one-line errors.
 
+#include "FtsimRun.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -18,31 +20,10 @@
 
 namespace {
 
-struct CommandRun {
-  int status = -1;
-  std::string out; // stdout and stderr together
-};
+using ftsim::test::CommandRun;
+using ftsim::test::runFtsim;
 
-CommandRun runFtsim(const std::string &args) {
-  CommandRun r;
-  const std::string cmd = std::string(FTSIM_EXE) + " " + args + " 2>&1";
-  FILE *pipe = popen(cmd.c_str(), "r");
-  if (!pipe)
-    return r;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
-    r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::size_t lines(const std::string &s) {
-  std::size_t n = 0;
-  for (char c : s)
-    n += c == '\n';
-  return n;
-}
+std::size_t lines(const std::string &s) { return ftsim::test::countLines(s); }
 
 bool has(const std::string &text, const std::string &what) {
   return text.find(what) != std::string::npos;

@@ -3,6 +3,8 @@
 
 #include "ftsim/arch/Image.h"
 
+#include "FtsimRun.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -14,31 +16,10 @@
 
 namespace {
 
-struct CommandRun {
-  int status = -1;
-  std::string out; // stdout and stderr together
-};
+using ftsim::test::CommandRun;
+using ftsim::test::runFtsim;
 
-CommandRun runFtsim(const std::string &args) {
-  CommandRun r;
-  const std::string cmd = std::string(FTSIM_EXE) + " " + args + " 2>&1";
-  FILE *pipe = popen(cmd.c_str(), "r");
-  if (!pipe)
-    return r;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
-    r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::size_t lines(const std::string &s) {
-  std::size_t n = 0;
-  for (char c : s)
-    n += c == '\n';
-  return n;
-}
+std::size_t lines(const std::string &s) { return ftsim::test::countLines(s); }
 
 std::string guest(const std::string &rel) { return std::string(FTSIM_GUEST_DIR) + "/" + rel; }
 

@@ -1,6 +1,8 @@
 // ftsim trace as a user runs it: Linux's trace formats, every call of a filtered function exactly
 // once, the same output for the same seed.
 
+#include "FtsimRun.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -13,14 +15,8 @@
 namespace {
 
 std::pair<int, std::string> trace(const std::string &args) {
-  const std::string cmd = std::string(FTSIM_EXE) + " trace " + args + " 2>&1";
-  FILE *pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
-    out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const ftsim::test::CommandRun r = ftsim::test::runFtsim("trace " + args);
+  return {r.status, r.out};
 }
 
 std::vector<std::string> bodyLines(const std::string &out) {

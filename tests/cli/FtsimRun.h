@@ -1,0 +1,38 @@
+#pragma once
+// Running the ftsim binary as a user would, for the CLI tests.
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace ftsim::test {
+
+struct CommandRun {
+  int status = -1;
+  std::string out; // stdout and stderr together
+};
+
+// `ftsim ARGS` through the shell; its exit status and output.
+inline CommandRun runFtsim(const std::string &args) {
+  CommandRun r;
+  const std::string cmd = std::string(FTSIM_EXE) + " " + args + " 2>&1";
+  FILE *pipe = popen(cmd.c_str(), "r");
+  if (!pipe)
+    return r;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
+    r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::size_t countLines(const std::string &s) {
+  std::size_t n = 0;
+  for (char c : s)
+    n += c == '\n';
+  return n;
+}
+
+} // namespace ftsim::test
