@@ -158,7 +158,8 @@ void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8
   r.canonical = allocHost(size);
   for (std::uint64_t i = 0; i < size; ++i)
     r.canonical.get()[i] = abi.poison[i % abi.poison.size()];
-  std::memcpy(r.canonical.get(), bytes.data(), bytes.size());
+  if (!bytes.empty()) // memcpy from an empty span's null data() is undefined
+    std::memcpy(r.canonical.get(), bytes.data(), bytes.size());
   r.flags.assign(size, 0);
   r.lineWatched.assign(size / kLineSize, 0);
   for (CpuRuntime &cpu : cpus) {
@@ -183,7 +184,8 @@ void Machine::Impl::addDataRegion(std::uint64_t addr, std::uint64_t size,
   r.size = size;
   r.memory = allocHost(size);
   std::memset(r.memory.get(), 0, size);
-  std::memcpy(r.memory.get(), init.data(), init.size());
+  if (!init.empty())
+    std::memcpy(r.memory.get(), init.data(), init.size());
   for (CpuRuntime &cpu : cpus)
     check(uc_mem_map_ptr(cpu.uc, addr, size, UC_PROT_READ | UC_PROT_WRITE, r.memory.get()),
           "uc_mem_map_ptr(data)");
