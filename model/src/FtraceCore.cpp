@@ -29,23 +29,6 @@ const char *errnoName(int value) {
   }
 }
 
-// kstrtoul(s, 0, &v): base prefix 0x / 0, the whole string must be a number.
-std::optional<unsigned long> parseUnsigned(std::string_view text) {
-  int base = 10;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    base = 16;
-    text.remove_prefix(2);
-  } else if (text.size() > 1 && text[0] == '0') {
-    base = 8;
-    text.remove_prefix(1);
-  }
-  unsigned long value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
-    return std::nullopt;
-  return value;
-}
-
 } // namespace
 
 std::string BootReport::allocationLine() const {

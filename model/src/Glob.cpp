@@ -1,9 +1,26 @@
 #include "ftsim/model/Glob.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstring>
 
 namespace ftsim::model {
+
+std::optional<unsigned long> parseUnsigned(std::string_view text) {
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    text.remove_prefix(2);
+  } else if (text.size() > 1 && text[0] == '0') {
+    base = 8;
+    text.remove_prefix(1);
+  }
+  unsigned long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return std::nullopt;
+  return value;
+}
 
 // filter_parse_regex() (kernel/trace/trace_events_filter.c). A '*' at the start makes it an end
 // match, at the end a front match, at both ends a middle match; a '*' elsewhere, or any of "[?\",

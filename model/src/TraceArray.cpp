@@ -41,23 +41,6 @@ namespace {
   throw FtraceError(EINVAL, message + " (-EINVAL)");
 }
 
-std::optional<long> parseCount(std::string_view text) {
-  // kstrtoul(number, 0, ...)
-  int base = 10;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    base = 16;
-    text.remove_prefix(2);
-  } else if (text.size() > 1 && text[0] == '0') {
-    base = 8;
-    text.remove_prefix(1);
-  }
-  unsigned long value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    return std::nullopt;
-  return static_cast<long>(value);
-}
-
 std::string noMatchMessage(std::string_view pattern) {
   std::string message = fmt::format("'{}' matches no traceable function", pattern);
   if (hasUnterminatedClass(pattern))
@@ -221,10 +204,10 @@ void TraceArray::probeCallback(std::string_view glob, ProbeCommand command,
   if (param && !param->empty()) {
     const std::string_view number = param->substr(0, param->find(':'));
     if (!number.empty()) {
-      std::optional<long> parsed = parseCount(number);
+      std::optional<unsigned long> parsed = parseUnsigned(number);
       if (!parsed)
         einval(fmt::format("'{}:{}:{}': bad count", glob, toString(command), *param));
-      count = *parsed;
+      count = static_cast<long>(*parsed);
     }
   }
   FuncProbe &probe = probeFor(command, counted);

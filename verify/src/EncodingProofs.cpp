@@ -43,6 +43,17 @@ bool evalBool(z3::expr e, const z3::expr &x, std::uint64_t xv, const z3::expr &y
   return e.substitute(from, to).simplify().is_true();
 }
 
+// When the negated property is satisfiable: record Z3's site and target as the counterexample.
+bool refuted(z3::solver &s, const z3::expr &site, const z3::expr &target, ProofResult &r) {
+  if (s.check() != z3::sat)
+    return false;
+  const z3::model m = s.get_model();
+  r.counterexample =
+      fmt::format("site {} target {}", m.eval(site).to_string(), m.eval(target).to_string());
+  r.holds = false;
+  return true;
+}
+
 // Sample points: offsets around every range boundary, plus seeded random ones.
 std::vector<std::pair<std::uint64_t, std::uint64_t>>
 samples(std::uint64_t base, std::vector<std::int64_t> edges, std::uint64_t mask) {
@@ -74,11 +85,7 @@ ProofResult proveX86Rel32() {
   z3::solver s(c);
   s.add((fits && decoded != target) || (!fits && decoded == target));
   r.checks++;
-  if (s.check() == z3::sat) {
-    const z3::model m = s.get_model();
-    r.counterexample =
-        fmt::format("site {} target {}", m.eval(site).to_string(), m.eval(target).to_string());
-    r.holds = false;
+  if (refuted(s, site, target, r)) {
     r.milliseconds = since(started);
     return r;
   }
@@ -123,11 +130,7 @@ ProofResult provePowerPcBranch(unsigned bits) {
   z3::solver s(c);
   s.add((decoded == target) != (aligned && inRange));
   r.checks++;
-  if (s.check() == z3::sat) {
-    const z3::model m = s.get_model();
-    r.counterexample =
-        fmt::format("site {} target {}", m.eval(site).to_string(), m.eval(target).to_string());
-    r.holds = false;
+  if (refuted(s, site, target, r)) {
     r.milliseconds = since(started);
     return r;
   }

@@ -3,10 +3,14 @@
 // (kernel/trace/trace_events_filter.c), ftrace_match() (kernel/trace/ftrace.c) and glob_match()
 // (lib/glob.c).
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace ftsim::model {
+
+// kstrtoul(s, 0, &v): a 0x/0 prefix selects the base; the whole string must be the number.
+std::optional<unsigned long> parseUnsigned(std::string_view text);
 
 enum class MatchType { Full, FrontOnly, MiddleOnly, EndOnly, Glob, Index };
 
