@@ -2,6 +2,8 @@
 // Each ftsim subcommand registers itself on the app and sets `exitCode` when it runs. Commands are
 // thin: parse, call the libraries, print. User mistakes throw ftsim::FatalError (one line, exit 2).
 
+#include "ftsim/verify/Harness.h"
+
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -30,5 +32,10 @@ std::string guestDir();
 // Resolves --image: a built-in flavour name (x86_64-fentry, x86_64-mcount, ppc32-mcount,
 // ppc32-pfe) or a path to a linked ELF image. Empty `image` selects the architecture's default.
 std::string resolveImagePath(const std::string &arch, const std::string &image);
+// What a harness needs from the command line's environment: the scenario's guest image, resolved
+// as above.
+verify::HarnessEnv harnessEnv();
+// Writes `text` to `path` (truncating); FatalError naming the path when it cannot.
+void writeTextFile(const std::string &path, const std::string &text);
 
 } // namespace ftsim::cli

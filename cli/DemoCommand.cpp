@@ -14,7 +14,8 @@
 #include "ftsim/verify/Proofs.h"
 #include "ftsim/verify/ProtocolTrace.h"
 #include "ftsim/verify/Scenario.h"
-#include "ftsim/verify/ScenarioInstance.h"
+#include "ftsim/verify/Check.h"
+#include "ftsim/verify/SiteHarness.h"
 
 #include <fmt/format.h>
 
@@ -103,13 +104,11 @@ bool demoExplore() {
     s.cpus = 2;
     s.name = std::string("demo-") + protocol;
     s.validate("demo");
-    verify::ScenarioInstance instance(s);
-    verify::ExploreOptions options;
-    options.mode = verify::ExploreMode::Exhaustive;
-    options.maxExecutions = s.bounds.maxExecutions;
-    const verify::ExploreResult r = verify::explore(instance, options);
-    if (r.counterexample) {
-      const verify::Counterexample min = verify::minimise(instance, *r.counterexample);
+    verify::SiteHarness harness(s);
+    const verify::CheckReport report = verify::check(harness, verify::exploreOptionsFor(s));
+    const verify::ExploreResult &r = report.result;
+    if (report.minimised) {
+      const verify::Counterexample &min = *report.minimised;
       fmt::print("  {}: VIOLATION after {} executions (minimised to {} preemptions, {} events)\n",
                  protocol, r.stats.executions, min.preemptions, min.events);
       std::string text = verify::formatViolation(min.violation);
@@ -126,11 +125,11 @@ bool demoExplore() {
       }
       ok &= std::string(protocol) == "direct";
     } else {
-      fmt::print("  {}: verified, every schedule of {} CPUs ({} executions with source-DPOR, {} "
-                 "distinct final states, {})\n",
-                 protocol, s.cpus, r.stats.executions, r.stats.distinctStates,
-                 r.stats.complete ? "complete" : "budget reached");
-      ok &= std::string(protocol) == "int3" && r.stats.complete;
+      fmt::print("  {}: {}, every schedule of {} CPUs ({} executions with source-DPOR, {} "
+                 "distinct final states; {})\n",
+                 protocol, verify::verdictWord(report.verdict), s.cpus, r.stats.executions,
+                 r.stats.distinctStates, report.models);
+      ok &= std::string(protocol) == "int3" && report.verdict == verify::Verdict::Verified;
     }
   }
   return ok;

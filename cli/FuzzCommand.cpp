@@ -7,6 +7,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/Fuzz.h"
+#include "ftsim/verify/Verdict.h"
 #include "ftsim/verify/Replay.h"
 
 #include <fmt/format.h>
@@ -80,14 +81,14 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
         o->runs ? fmt::format("--runs {}", o->runs)
                 : fmt::format("--seconds {} (repeat with --runs {})", o->seconds, r.runs);
     if (!r.failing) {
-      j["verdict"] = "no-violation";
+      j["verdict"] = std::string(verify::verdictWord(verify::Verdict::NoViolation));
       if (o->json)
         fmt::print("{}\n", j.dump(2));
       else
-        fmt::print("ftsim fuzz: no violation in {} runs ({} events, {} operations refused with "
-                   "an errno), seed {}, {}\n",
+        fmt::print("ftsim fuzz: NO VIOLATION in {} runs (not a proof; {} events, {} operations "
+                   "refused with an errno), seed {}, {}\n",
                    r.runs, r.events, r.notes, o->seed, mode);
-      result.exitCode = 0;
+      result.exitCode = verify::exitStatus(verify::Verdict::NoViolation);
       return;
     }
     const std::string path = o->cex.empty() ? "ftsim-fuzz.json" : o->cex;
@@ -97,7 +98,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
       steps += (steps.empty() ? "" : "; ") + st.describe();
     for (const verify::EngineStep &st : r.original->engine.steps)
       original += (original.empty() ? "" : "; ") + st.describe();
-    j["verdict"] = "violation";
+    j["verdict"] = std::string(verify::verdictWord(verify::Verdict::Violation));
     j["run"] = r.runs - 1;
     j["original_steps"] = original;
     j["original_violation"] = r.originalViolation;
@@ -108,7 +109,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     if (o->json)
       fmt::print("{}\n", j.dump(2));
     else {
-      fmt::print("ftsim fuzz: violation in run {} of seed {} ({})\n", r.runs - 1, o->seed, mode);
+      fmt::print("ftsim fuzz: VIOLATION in run {} of seed {} ({})\n", r.runs - 1, o->seed, mode);
       fmt::print("generated: {}\n  {}\n", original, r.originalViolation);
       fmt::print("shrunk to: {} ({})\n", steps, r.failing->describe());
       fmt::print("{}", verify::formatViolation(r.cex->violation));
@@ -116,7 +117,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
                  r.cex->events);
       fmt::print("replay: ftsim replay {}\n", path);
     }
-    result.exitCode = 1;
+    result.exitCode = verify::exitStatus(verify::Verdict::Violation);
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 namespace ftsim::cli {
 
@@ -35,6 +36,19 @@ std::string resolveImagePath(const std::string &arch, const std::string &image) 
           "x86_64-mcount, ppc32-mcount, ppc32-pfe)",
           name);
   return name;
+}
+
+verify::HarnessEnv harnessEnv() {
+  verify::HarnessEnv env;
+  env.imagePath = [](const verify::Scenario &s) { return resolveImagePath(s.arch, s.image); };
+  return env;
+}
+
+void writeTextFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out)
+    fatal("{}: cannot write", path);
 }
 
 } // namespace ftsim::cli

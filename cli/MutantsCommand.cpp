@@ -6,6 +6,7 @@
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/Mutants.h"
+#include "ftsim/verify/Verdict.h"
 
 #include <fmt/format.h>
 
@@ -40,9 +41,15 @@ void addMutantsCommand(CLI::App &app, CommandResult &result) {
       for (std::size_t i = 0; i < r.killedBy.size(); ++i)
         fmt::print("{:<18}   {}: {}\n", "", r.killedBy[i], r.evidence[i]);
     }
-    fmt::print("mutation score {}: {}/{} mutants killed; correct protocol {}\n", score.arch,
-               score.killed, score.mutants, score.correctSurvives ? "killed by none" : "KILLED");
-    result.exitCode = score.killed == score.mutants && score.correctSurvives ? 0 : 1;
+    // The correct protocol killed is a violation; a mutant no checker kills leaves the score
+    // incomplete (the checkers cannot tell it from the correct protocol).
+    const verify::Verdict verdict = !score.correctSurvives          ? verify::Verdict::Violation
+                                    : score.killed != score.mutants ? verify::Verdict::Incomplete
+                                                                    : verify::Verdict::Verified;
+    fmt::print("mutation score {}: {}/{} mutants killed; correct protocol {}\n{}\n", score.arch,
+               score.killed, score.mutants, score.correctSurvives ? "killed by none" : "KILLED",
+               verify::verdictWord(verdict));
+    result.exitCode = verify::exitStatus(verdict);
   });
 }
 

@@ -1,15 +1,17 @@
-// Chrome trace-event JSON of a schedule (Replay.h).
+// Chrome trace-event JSON of an execution (Timeline.h).
 
-#include "ftsim/verify/Replay.h"
+#include "ftsim/verify/Timeline.h"
+
+#include "ftsim/verify/Harness.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace ftsim::verify {
 
-std::string chromeTrace(const sim::Machine &machine,
-                        const std::function<std::string(std::uint64_t)> &symbol,
-                        const std::vector<Violation> &violations) {
+std::string chromeTrace(const Harness &harness, const std::vector<Violation> &violations) {
+  const sim::Machine &machine = harness.machine();
+  auto symbol = [&](std::uint64_t addr) { return harness.symbol(addr); };
   const unsigned cpus = machine.config().cpus;
   const unsigned patcherTid = 100;
   nlohmann::ordered_json events = nlohmann::ordered_json::array();

@@ -4,10 +4,10 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
-#include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
+#include "ftsim/verify/Check.h"
 #include "ftsim/verify/Kernel.h"
-#include "ftsim/verify/ScenarioKernel.h"
+#include "ftsim/verify/KernelHarness.h"
 
 #include <fmt/format.h>
 
@@ -35,26 +35,51 @@ private:
   std::uint64_t s_;
 };
 
-// One execution of the scenario's first schedule (what exploreKernelScenario's run 0 does).
-KernelExecution runOnce(KernelScenarioRunner &runner) {
-  const Scenario &s = runner.scenario();
-  const std::uint64_t seed = s.engine.scheduleSeed * 1000003;
-  if (s.engine.explore == "pct") {
-    PctScheduler pct(seed, s.engine.pctDepth, 2000);
-    return runner.run(pct);
-  }
-  sim::RandomScheduler random(seed);
-  return runner.run(random);
+// One execution: the scenario's explorer, one run.
+struct Run {
+  std::optional<Counterexample> found;
+  std::uint64_t events = 0;
+  std::uint64_t notes = 0;
+};
+
+Run runOnce(const Scenario &s, const std::string &imagePath) {
+  KernelHarness harness(s, imagePath);
+  const ExploreResult r = explore(harness, exploreOptionsFor(s));
+  return {r.counterexample, r.stats.events, harness.notes().size()};
 }
 
-std::optional<std::string> violates(const Scenario &s, const std::string &imagePath,
-                                    const std::string &oracle) {
-  KernelScenarioRunner runner(s, imagePath);
-  KernelExecution e = runOnce(runner);
-  for (const Violation &v : e.violations)
-    if (oracle.empty() || v.oracle == oracle)
-      return v.oracle;
-  return std::nullopt;
+bool violates(const Scenario &s, const std::string &imagePath, const std::string &oracle) {
+  KernelHarness harness(s, imagePath);
+  ExploreOptions o = exploreOptionsFor(s);
+  const ExploreResult r = explore(harness, o);
+  return r.counterexample && r.counterexample->violation.oracle == oracle;
+}
+
+// Fewer operations (one step removed at a time while a violation of the same oracle remains
+// under the same schedule seed), then the ops no step names.
+Scenario shrink(Scenario s, const std::string &imagePath, const std::string &oracle) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (std::size_t k = 0; k < s.engine.steps.size(); ++k) {
+      Scenario t = s;
+      t.engine.steps.erase(t.engine.steps.begin() + static_cast<std::ptrdiff_t>(k));
+      if (violates(t, imagePath, oracle)) {
+        s = std::move(t);
+        changed = true;
+        break;
+      }
+    }
+  }
+  for (std::size_t k = s.engine.ops.size(); k-- > 0;) {
+    bool used = false;
+    for (const EngineStep &st : s.engine.steps)
+      used |= st.ops == s.engine.ops[k].name;
+    if (!used)
+      s.engine.ops.erase(s.engine.ops.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  s.name += "-shrunk";
+  return s;
 }
 
 } // namespace
@@ -104,10 +129,10 @@ Scenario fuzzScenario(const FuzzOptions &options, const std::vector<std::string>
   for (unsigned c = 1; c < s.cpus; ++c)
     e.workloads.push_back(workloads[rng.below(2)]);
   e.seed = 5 + rng.below(4);
-  e.explore = rng.chance(50) ? "random" : "pct";
-  e.runs = 1;
-  e.scheduleSeed = rng.next() % 1000000;
-  e.pctDepth = 2 + static_cast<unsigned>(rng.below(3));
+  s.explore.explorer = rng.chance(50) ? "random" : "pct";
+  s.explore.runs = 1;
+  s.explore.seed = rng.next() % 1000000;
+  s.explore.pctDepth = 2 + static_cast<unsigned>(rng.below(3));
   auto fn = [&] { return functions[rng.below(functions.size())]; };
   const unsigned nops = 1 + static_cast<unsigned>(rng.below(3));
   for (unsigned i = 0; i < nops; ++i) {
@@ -176,56 +201,23 @@ FuzzResult fuzz(const FuzzOptions &options) {
     if (options.runs ? i >= options.runs : elapsed() >= options.seconds)
       break;
     Scenario s = fuzzScenario(options, functions, i);
-    KernelScenarioRunner runner(s, options.imagePath);
-    KernelExecution e = runOnce(runner);
+    const Run run = runOnce(s, options.imagePath);
     ++r.runs;
-    r.events += e.events;
-    r.notes += e.notes.size();
+    r.events += run.events;
+    r.notes += run.notes;
     if (options.progress)
       options.progress(r.runs, r.events);
-    if (e.violations.empty())
+    if (!run.found)
       continue;
     r.original = s;
-    const std::string oracle = e.violations.front().oracle;
-    r.originalViolation = summarizeViolation(e.violations.front());
-    // Shrink: fewer operations, then fewer ops.
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      for (std::size_t k = 0; k < s.engine.steps.size(); ++k) {
-        Scenario t = s;
-        t.engine.steps.erase(t.engine.steps.begin() + static_cast<std::ptrdiff_t>(k));
-        if (violates(t, options.imagePath, oracle)) {
-          s = std::move(t);
-          changed = true;
-          break;
-        }
-      }
-    }
-    for (std::size_t k = s.engine.ops.size(); k-- > 0;) {
-      const std::string name = s.engine.ops[k].name;
-      bool used = false;
-      for (const EngineStep &st : s.engine.steps)
-        used |= st.ops == name;
-      if (!used)
-        s.engine.ops.erase(s.engine.ops.begin() + static_cast<std::ptrdiff_t>(k));
-    }
-    s.name += "-shrunk";
-    KernelScenarioRunner shrunk(s, options.imagePath);
-    KernelExecution se = runOnce(shrunk);
-    Counterexample found;
-    for (const Violation &v : se.violations)
-      if (v.oracle == oracle) {
-        found.violation = v;
-        break;
-      }
-    if (found.violation.oracle.empty())
+    const std::string oracle = run.found->violation.oracle;
+    r.originalViolation = summarizeViolation(run.found->violation);
+    s = shrink(std::move(s), options.imagePath, oracle);
+    KernelHarness shrunk(s, options.imagePath);
+    const CheckReport report = check(shrunk, exploreOptionsFor(s));
+    if (!report.minimised || report.minimised->violation.oracle != oracle)
       FTSIM_PANIC("fuzz: the shrunk scenario no longer violates {}", oracle);
-    found.choices = se.choices;
-    found.preemptions = se.preemptions;
-    found.events = se.events;
-    found.logHash = se.logHash;
-    r.cex = minimiseKernel(shrunk, found);
+    r.cex = report.minimised;
     r.failing = s;
     break;
   }

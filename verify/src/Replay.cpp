@@ -2,6 +2,8 @@
 
 #include "ftsim/verify/Replay.h"
 
+#include "ftsim/verify/Timeline.h"
+
 #include "ftsim/arch/Error.h"
 
 #include <fmt/format.h>
@@ -43,6 +45,31 @@ void writeReplayFile(const std::string &path, const Scenario &scenario, const Co
   if (!out)
     fatal("{}: cannot write the replay file", path);
 }
+
+namespace {
+arch::Bytes parseHexBytes(const std::string &text, const std::string &origin) {
+  arch::Bytes out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ') {
+      ++i;
+      continue;
+    }
+    std::size_t used = 0;
+    unsigned long v = 0;
+    try {
+      v = std::stoul(text.substr(i, 2), &used, 16);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used != 2 || v > 0xff)
+      fatal("{}: expect.bytes '{}' is not a list of hex bytes", origin, text);
+    out.push_back(static_cast<std::uint8_t>(v));
+    i += 2;
+  }
+  return out;
+}
+} // namespace
 
 ReplayFile parseReplay(const std::string &text, const std::string &origin) {
   nlohmann::json j;
@@ -87,6 +114,7 @@ ReplayFile parseReplay(const std::string &text, const std::string &origin) {
     c.violation.message = field(e, "summary").get<std::string>(); // compared as a summary
     c.violation.event = field(e, "event").get<std::uint64_t>();
     c.violation.decoded = field(e, "decoded").get<std::string>();
+    c.violation.bytes = parseHexBytes(field(e, "bytes").get<std::string>(), origin);
     return file;
   } catch (const nlohmann::json::exception &e) {
     fatal("{}: malformed replay file ({})", origin, e.what());
@@ -102,45 +130,35 @@ ReplayFile loadReplayFile(const std::string &path) {
   return parseReplay(text.str(), path);
 }
 
-std::string timeline(const ScenarioInstance &instance) {
-  const sim::Machine &m = instance.machine();
-  std::string out;
-  for (const sim::EventRecord &e : m.events())
-    out += "  " + describeEvent(instance, m, e) + "\n";
-  for (const sim::Finding &f : m.findings())
-    out += "  " + sim::formatFinding(f) + "\n";
-  for (std::size_t t = 0; t < m.taskCount(); ++t) {
-    const sim::TaskInfo info = m.task(static_cast<int>(t));
-    out += fmt::format("  task{} {} on cpu{}: {}", t, info.name, info.cpu,
-                       sim::taskStateName(info.state));
-    if (info.state == sim::TaskState::Exited)
-      out +=
-          fmt::format(" with {:#x} (untraced: {:#x})", info.result, instance.referenceResults()[t]);
-    out += "\n";
-  }
-  return out;
-}
-
-Reproduction reproduce(ScenarioInstance &instance, const ReplayFile &file,
-                       const std::string &origin) {
+Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin) {
   Reproduction r;
   try {
-    r.execution = replayChoices(instance, file.counterexample.choices);
+    r.execution = replayChoices(harness, file.counterexample.choices);
   } catch (const FatalError &e) {
     fatal("{}: does not replay: {}", origin, e.what());
   }
   const Counterexample &c = file.counterexample;
+  if (r.execution.logHash != c.logHash)
+    fatal("{}: does not reproduce byte for byte: event log hash {:#018x}, the file says {:#018x} "
+          "(another build of the guest, or an edited file)",
+          origin, r.execution.logHash, c.logHash);
   if (r.execution.violations.empty())
     fatal("{}: does not reproduce: the execution has no violation, the file expects {}", origin,
           c.violation.oracle);
   const Violation &got = r.execution.violations.front();
-  if (summarizeViolation(got) != c.violation.message || got.decoded != c.violation.decoded)
-    fatal("{}: does not reproduce: expected '{}', got '{}'", origin, c.violation.message,
-          summarizeViolation(got));
-  if (r.execution.logHash != c.logHash)
-    fatal("{}: does not reproduce byte for byte: event log hash {:#018x}, the file says {:#018x}",
-          origin, r.execution.logHash, c.logHash);
-  r.timeline = timeline(instance);
+  auto differs = [&](const char *field, const std::string &want, const std::string &have) {
+    if (want != have)
+      fatal("{}: does not reproduce: expect.{} is '{}', the execution shows '{}'", origin, field,
+            want, have);
+  };
+  differs("oracle", c.violation.oracle, got.oracle);
+  differs("summary", c.violation.message, summarizeViolation(got));
+  differs("event", std::to_string(c.violation.event), std::to_string(got.event));
+  differs("bytes", arch::hexBytes(c.violation.bytes), arch::hexBytes(got.bytes));
+  differs("decoded", c.violation.decoded, got.decoded);
+  r.violation = got;
+  attachTrail(harness, r.violation);
+  r.timeline = timeline(harness);
   return r;
 }
 

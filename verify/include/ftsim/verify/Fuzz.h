@@ -2,9 +2,9 @@
 // ftsim fuzz: random engine operation sequences (register/unregister ops with random filters,
 // set/append/remove filters, enable/disable the function tracer) on the built-in guest, each run
 // under a random or PCT schedule with random store and fetch models, every oracle of the
-// engine-level scenarios on (ScenarioKernel.h). A failing sequence is shrunk (steps removed one at
+// engine-level scenarios on (KernelHarness.h). A failing sequence is shrunk (steps removed one at
 // a time while a violation of the same oracle remains under the same schedule seed), its schedule
-// minimised (minimiseKernel), and it is saved as a replay file `ftsim replay` reproduces.
+// minimised (Explore.h minimise), and it is saved as a replay file `ftsim replay` reproduces.
 //
 // Determinism: run i is generated and scheduled from splitmix64(seed, i) only. With `runs` set,
 // the fuzzer does exactly that many runs: same seed, same runs, same output. With only a time

@@ -15,7 +15,6 @@
 #include "ftsim/verify/Explore.h"
 #include "ftsim/verify/Scenario.h"
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,25 +33,13 @@ void writeReplayFile(const std::string &path, const Scenario &scenario, const Co
 
 struct Reproduction {
   ReplayedExecution execution;
-  std::string timeline; // one line per event, with the site bytes each CPU saw and the decoding
+  Violation violation;  // the recorded one, observed again (with its trail)
+  std::string timeline; // Timeline.h
 };
 
-// Runs the replay on `instance` (built from file.scenario) and checks it reproduces byte for byte;
-// FatalError "<origin>: ..." otherwise.
-Reproduction reproduce(ScenarioInstance &instance, const ReplayFile &file,
-                       const std::string &origin);
-
-// Chrome trace-event JSON (opens in Perfetto / chrome://tracing) of the execution the machine
-// holds now: one track per CPU (its steps, runs, IPIs, preemptions, faults; one event = 1 µs of
-// the trace's clock, so ts is the event index), one track for the patcher (stores with their
-// bytes, publications, allocations, frees), and the machine's findings and the given violations
-// as global instant events. `symbol` names an address (site or function).
-std::string chromeTrace(const sim::Machine &machine,
-                        const std::function<std::string(std::uint64_t)> &symbol,
-                        const std::vector<Violation> &violations);
-
-// The timeline of the execution the machine holds now: one line per event (events of unwatched
-// code folded into their Run), then the findings.
-std::string timeline(const ScenarioInstance &instance);
+// Runs the replay on `harness` (built from file.scenario) and checks it reproduces byte for byte:
+// the event log hash, the first violation's summary, bytes and decoding; FatalError "<origin>:
+// ..." naming what differs otherwise. The harness's machine then holds the execution.
+Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin);
 
 } // namespace ftsim::verify

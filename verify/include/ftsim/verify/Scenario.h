@@ -4,13 +4,16 @@
 // models, and the exploration bounds. Scenarios are data (TOML files in corpora/scenarios/) or are
 // built from `ftsim check` flags; both give the same Scenario value.
 //
-// Site-level scenarios (code kind "snippet") need only the arch protocols and the simulator: a
-// hand-built kernel fragment per ISA whose functions have one patch site each, tasks that call
-// them, and two tracer trampolines (A and B) that are host hypercalls recording which CPU, task and
-// site reached them. Engine-level scenarios (code kind "kernel") boot the built-in guest image
-// through verify::Kernel and run an engine operation sequence as the patcher while guest workloads
-// run (ScenarioKernel.h); they use `code.image` and the `[engine]` table below, and ignore the
-// snippet keys (site_offset, calls, tasks_per_cpu, [[sites]], [patch]).
+// Every kind of scenario is a file; each kind has one harness (Harness.h):
+//  - snippet (SiteHarness.h): a hand-built kernel fragment per ISA whose functions have one patch
+//    site each, tasks that call them, and two tracer trampolines (A and B) that are host
+//    hypercalls recording which CPU, task and site reached them;
+//  - kernel (KernelHarness.h): the built-in guest image booted through the simulated kernel, an
+//    engine operation sequence run as the patcher while guest workloads run; uses `code.image`
+//    and the `[engine]` table, and ignores the snippet keys (site_offset, calls, tasks_per_cpu,
+//    [[sites]], [patch]);
+//  - trampoline (TrampolineHarness.h): a dynamic ops' trampoline freed while tasks may be on it;
+//    uses `code.image` and the `[trampoline]` table.
 //
 // File format (TOML; every key is optional except `arch` and `protocol`):
 //
@@ -36,6 +39,13 @@
 //   max_events = 20000                 # per execution
 //   preemptions = -1                   # CHESS preemption bound, -1: none
 //   max_executions = 200000            # budget of an exhaustive exploration
+//   [explore]                          # how `ftsim check` searches (flags override it)
+//   explorer = "exhaustive"            # exhaustive | pct | random | rr-bounded (Explore.h);
+//                                      #   default: exhaustive (snippet), random (kernel),
+//                                      #   rr-bounded (trampoline)
+//   runs = 1000                        # pct/random: executions (default 1000; kernel: 40)
+//   seed = 1                           # pct/random: the explorer's seed
+//   pct_depth = 3
 //   [expect]
 //   verdict = "violation"              # violation | verified (for the published-scenario tests)
 //   oracle = "torn-fetch"
@@ -50,9 +60,9 @@
 //   seed = 5                           # the workloads' seed argument
 //   ops_trampolines = false            # per-ops trampolines (f3bea491)
 //   pre_59338f754a55 = false           # the engine's pre-59338f754a55 update order
-//   explore = "random"                 # random | pct (each execution boots a fresh kernel)
-//   runs = 40                          # executions
-//   seed_schedule = 1                  # the explorer's seed
+//   explore = "random"                 # older spellings of [explore] explorer, runs, seed and
+//   runs = 40                          #   pct_depth, still read
+//   seed_schedule = 1
 //   pct_depth = 3
 //   [[engine.ops]]                     # the ftrace_ops the sequence names
 //   name = "a"
@@ -65,6 +75,18 @@
 //   ops = "b"                          #   remove-filter | tracer
 //   pattern = "put_page"               # for the filter operations
 //   tracer = "function"                # for op = "tracer": function | nop
+//
+// Trampoline (kind = "trampoline") additions (store "word" and fetch "atomic" are what the
+// published counts were measured with; bounds.preemptions is the rr-bounded explorer's bound):
+//
+//   [code]
+//   kind = "trampoline"
+//   image = "x86_64-fentry"
+//   [trampoline]
+//   variant = "tramp-free-preempted"   # tramp-free-preempted | ops-uaf-no-sync
+//   free = "rcu-tasks"                 # immediate | sched-sync | rcu-tasks
+//   sync_when_unchanged = true         # false: before 0e792b89e680
+//   sleep_until_call = true            # default: the ISA's (on for ppc32)
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/sim/Models.h"
@@ -81,7 +103,8 @@ enum class Transition { NopToCall, CallToNop, CallToCall };
 std::string_view transitionLabel(Transition t);    // "nop-to-call"
 Transition parseTransition(std::string_view text); // FatalError naming the known ones
 
-enum class CodeKind { Snippet, Kernel };
+enum class CodeKind { Snippet, Kernel, Trampoline };
+std::string_view codeKindName(CodeKind kind); // "snippet", "kernel", "trampoline"
 
 struct ScenarioBounds {
   std::uint64_t maxEvents = 20000;      // per execution; a longer execution is cut (reported)
@@ -119,13 +142,29 @@ struct EngineSpec {
   std::uint64_t seed = 5;
   bool opsTrampolines = false;
   bool pre59338f754a55 = false;
-  std::string explore = "random"; // random | pct
-  std::uint64_t runs = 40;
-  std::uint64_t scheduleSeed = 1;
-  unsigned pctDepth = 3;
   std::vector<EngineOpsSpec> ops;
   std::vector<EngineStep> steps;
   bool operator==(const EngineSpec &) const = default;
+};
+
+enum class TrampolineVariant { TrampFreePreempted, OpsUafNoSync };
+std::string_view trampolineVariantName(TrampolineVariant v); // "tramp-free-preempted", ...
+
+struct TrampolineSpec {
+  TrampolineVariant variant = TrampolineVariant::TrampFreePreempted;
+  std::string free = "rcu-tasks"; // model::parseTrampolineFree: immediate, sched-sync, rcu-tasks
+  bool syncWhenUnchanged = true;
+  std::optional<bool> sleepUntilCall; // nullopt: the ISA's default
+  bool operator==(const TrampolineSpec &) const = default;
+};
+
+// How a scenario is searched by default (Explore.h); `ftsim check` flags override it.
+struct ExploreSpec {
+  std::string explorer; // "": the kind's default (exhaustive, random, rr-bounded)
+  std::uint64_t runs = 1000;
+  std::uint64_t seed = 1;
+  unsigned pctDepth = 3;
+  bool operator==(const ExploreSpec &) const = default;
 };
 
 struct Scenario {
@@ -149,7 +188,11 @@ struct Scenario {
   std::string expectOracle;
   std::string image; // kind kernel: a built-in flavour name or a path to a linked image
   EngineSpec engine; // kind kernel
+  TrampolineSpec trampoline; // kind trampoline
+  ExploreSpec explore;
 
+  // explore.explorer, or the kind's default explorer.
+  std::string explorer() const;
   // The CPUs that run tasks, resolved.
   std::vector<unsigned> resolvedTaskCpus() const;
   // Checks ranges and names against the registries; FatalError naming `origin` and the problem.

@@ -1,8 +1,10 @@
 #pragma once
-// A Scenario built on a sim::Machine, ready to be executed many times: the hand-built guest code
-// is mapped, tasks are added, sites are watched, and the initial state is snapshotted. Each
-// execution restores that snapshot (engines and their translated code survive), starts a fresh
-// patcher running the scenario's protocol over its sites, and runs under a Scheduler.
+// The harness of site-level scenarios (code kind "snippet"): a Scenario built on a sim::Machine,
+// ready to be executed many times. The hand-built guest code is mapped, tasks are added, sites are
+// watched, and the initial state is snapshotted. Each execution restores that snapshot (engines
+// and their translated code survive), starts a fresh patcher running the scenario's protocol over
+// its sites, and runs under a Scheduler. Its own oracle is trace completeness over the two
+// trampolines' hits (SiteOracles.cpp).
 //
 // The guest (one layout for both ISAs, text at the kernel's base address):
 //   +0x00.. hypercall stubs (schedule, idle, user, exit)
@@ -16,7 +18,7 @@
 
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/sim/Machine.h"
-#include "ftsim/verify/Scenario.h"
+#include "ftsim/verify/Harness.h"
 
 #include <functional>
 #include <memory>
@@ -45,44 +47,47 @@ struct TraceHit {
 // event, which commutes with everything the patcher does), the scenario's models.
 sim::MachineConfig machineConfigFor(const Scenario &scenario);
 
-class ScenarioInstance {
+class SiteHarness final : public Harness {
 public:
-  // FatalError when the scenario cannot be built.
-  explicit ScenarioInstance(Scenario scenario);
-  ~ScenarioInstance();
-  ScenarioInstance(const ScenarioInstance &) = delete;
-  ScenarioInstance &operator=(const ScenarioInstance &) = delete;
+  // FatalError when the scenario cannot be built or its untraced reference run does not finish.
+  explicit SiteHarness(Scenario scenario);
+  ~SiteHarness() override;
+  SiteHarness(const SiteHarness &) = delete;
+  SiteHarness &operator=(const SiteHarness &) = delete;
 
-  const Scenario &scenario() const { return scenario_; }
-  const arch::Arch &arch() const { return arch_; }
-  sim::Machine &machine() { return *machine_; }
-  const sim::Machine &machine() const { return *machine_; }
+  // --- Harness
+  const Scenario &scenario() const override { return scenario_; }
+  const arch::Arch &arch() const override { return arch_; }
+  sim::RunResult runExecution(sim::Scheduler &scheduler,
+                              const std::function<bool()> &stop = {}) override;
+  sim::Machine &machine() override { return *machine_; }
+  const sim::Machine &machine() const override { return *machine_; }
+  // The untraced reference: every task's result when no patcher runs (round robin).
+  const std::vector<std::uint64_t> &referenceResults() const override { return reference_; }
+  // "site0", "site0+2", "trampoline A", or hex.
+  std::string symbol(std::uint64_t addr) const override;
+  std::string siteOf(std::uint64_t addr) const override;
+  std::string annotate(const sim::EventRecord &) const override { return {}; }
+  std::uint64_t finalStateHash() const override;
+  OracleList kindOracles() const override;
+  bool cheapExecutions() const override { return true; }
+  std::string describeSetup() const override;
+
   const std::vector<PatchSiteInfo> &sites() const { return sites_; }
   std::uint64_t trampoline(unsigned which) const { return which ? trampB_ : trampA_; }
   // The site index whose address is `addr`, or sites().size().
   std::size_t siteIndex(std::uint64_t addr) const;
-  // "site0" or "site0+2"
-  std::string siteName(std::uint64_t addr) const;
-
-  // Restores the initial state and starts the patcher (the protocol over every site, one batch
-  // in the scenario's order). After this, run the machine (runExecution does both).
-  void begin();
-  // begin(), then run under `scheduler` until completion, the scenario's event bound, or until
-  // `stop` (checked after every event) returns true.
-  sim::RunResult runExecution(sim::Scheduler &scheduler, const std::function<bool()> &stop = {});
-
-  // The untraced reference: every task's result when no patcher runs (round robin).
-  const std::vector<std::uint64_t> &referenceResults() const { return reference_; }
   // Trampoline hits of the current execution, in order.
   const std::vector<TraceHit> &trace() const { return trace_; }
   // The protocol object of the current execution (its trap handler is installed).
   const arch::PatchProtocol *protocol() const { return protocol_.get(); }
-  // Index of the last event of the patcher in the current execution (none: -1 cast), and
-  // whether it finished.
-  bool patcherFinished() const;
 
 private:
   void build();
+  void runReference();
+  // Restores the initial state and starts the patcher (the protocol over every site, one batch
+  // in the scenario's order).
+  void begin();
   void recordHit(arch::GuestContext &ctx, unsigned which);
 
   Scenario scenario_;
@@ -94,7 +99,6 @@ private:
   std::vector<std::uint64_t> reference_;
   std::vector<TraceHit> trace_;
   std::unique_ptr<arch::PatchProtocol> protocol_;
-  bool patcherDone_ = false;
 };
 
 } // namespace ftsim::verify

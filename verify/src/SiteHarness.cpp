@@ -1,6 +1,6 @@
 // Hand-built guest code for site-level scenarios, one layout for both executable ISAs.
 
-#include "ftsim/verify/ScenarioInstance.h"
+#include "ftsim/verify/SiteHarness.h"
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
@@ -69,35 +69,84 @@ sim::MachineConfig machineConfigFor(const Scenario &scenario) {
   return c;
 }
 
-ScenarioInstance::ScenarioInstance(Scenario scenario)
+SiteHarness::SiteHarness(Scenario scenario)
     : scenario_(std::move(scenario)), arch_(arch::archByName(scenario_.arch)) {
   scenario_.validate(scenario_.name);
   machine_ = std::make_unique<sim::Machine>(arch_, machineConfigFor(scenario_));
   build();
 }
 
-ScenarioInstance::~ScenarioInstance() {
+SiteHarness::~SiteHarness() {
   // Abort a patcher still parked in the machine before the protocol it references goes away.
   if (machine_ && machine_->patcherActive())
     machine_->restore(initial_);
 }
 
-std::size_t ScenarioInstance::siteIndex(std::uint64_t addr) const {
+std::size_t SiteHarness::siteIndex(std::uint64_t addr) const {
   for (std::size_t i = 0; i < sites_.size(); ++i)
     if (sites_[i].addr == addr)
       return i;
   return sites_.size();
 }
 
-std::string ScenarioInstance::siteName(std::uint64_t addr) const {
+std::string SiteHarness::siteOf(std::uint64_t addr) const {
   for (std::size_t i = 0; i < sites_.size(); ++i)
     if (addr >= sites_[i].addr && addr < sites_[i].addr + sites_[i].oldBytes.size())
       return addr == sites_[i].addr ? fmt::format("site{}", i)
                                     : fmt::format("site{}+{}", i, addr - sites_[i].addr);
+  return {};
+}
+
+std::string SiteHarness::symbol(std::uint64_t addr) const {
+  if (std::string site = siteOf(addr); !site.empty())
+    return site;
+  if (addr == trampA_ || addr == trampB_)
+    return addr == trampA_ ? "trampoline A" : "trampoline B";
   return fmt::format("{:#x}", addr);
 }
 
-void ScenarioInstance::recordHit(arch::GuestContext &ctx, unsigned which) {
+std::string SiteHarness::describeSetup() const {
+  return fmt::format("{} CPU{} (patcher on cpu0), {} task{} x {} call{} of {} traced function{}",
+                     scenario_.cpus, scenario_.cpus == 1 ? "" : "s", machine_->taskCount(),
+                     machine_->taskCount() == 1 ? "" : "s", scenario_.calls,
+                     scenario_.calls == 1 ? "" : "s", sites_.size(), sites_.size() == 1 ? "" : "s");
+}
+
+namespace {
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+} // namespace
+
+std::uint64_t SiteHarness::finalStateHash() const {
+  const sim::Machine &m = *machine_;
+  std::uint64_t h = 0;
+  for (const PatchSiteInfo &s : sites_) {
+    arch::Bytes now(s.oldBytes.size());
+    machine_->readText(s.addr, now);
+    for (std::uint8_t b : now)
+      h = mix(h, b);
+  }
+  for (std::size_t t = 0; t < m.taskCount(); ++t) {
+    const sim::TaskInfo info = m.task(static_cast<int>(t));
+    h = mix(mix(h, static_cast<std::uint64_t>(info.state)), info.result);
+  }
+  std::vector<std::uint64_t> hits;
+  for (const TraceHit &hit : trace_)
+    hits.push_back(static_cast<std::uint64_t>(hit.task) << 32 | hit.site << 8 | hit.trampoline);
+  std::sort(hits.begin(), hits.end());
+  for (std::uint64_t v : hits)
+    h = mix(h, v);
+  for (const sim::Finding &f : m.findings()) {
+    h = mix(mix(mix(h, static_cast<std::uint64_t>(f.kind)), f.cpu), f.pc);
+    for (std::uint8_t b : f.bytes)
+      h = mix(h, b);
+  }
+  return h;
+}
+
+void SiteHarness::recordHit(arch::GuestContext &ctx, unsigned which) {
   std::uint64_t ret = 0;
   if (arch_.name() == "x86_64") {
     std::uint8_t b[8];
@@ -116,7 +165,7 @@ void ScenarioInstance::recordHit(arch::GuestContext &ctx, unsigned which) {
   trace_.push_back(hit);
 }
 
-void ScenarioInstance::build() {
+void SiteHarness::build() {
   const bool x86 = arch_.name() == "x86_64";
   Layout l;
   l.text = x86 ? kX86Text : kPpcText;
@@ -246,25 +295,30 @@ void ScenarioInstance::build() {
       ++seed;
     }
   initial_ = m.snapshot();
+  runReference();
+}
 
-  // The untraced reference run.
+// The untraced reference run: round robin, no patcher. It is not part of any exploration, so the
+// scenario's max_events does not bound it (an execution cut at max_events is reported as such).
+void SiteHarness::runReference() {
+  constexpr std::uint64_t kReferenceEvents = 10'000'000;
+  sim::Machine &m = *machine_;
   sim::RoundRobinScheduler rr;
-  m.run(rr, scenario_.bounds.maxEvents);
+  m.run(rr, kReferenceEvents);
   for (std::size_t t = 0; t < m.taskCount(); ++t) {
     const sim::TaskInfo info = m.task(static_cast<int>(t));
     if (info.state != sim::TaskState::Exited)
-      FTSIM_PANIC("scenario {}: task {} did not exit in the untraced reference run:\n{}",
-                  scenario_.name, t, m.logText());
+      fatal("{}: task {} did not finish its untraced reference run within {} events ({})",
+            scenario_.name, t, kReferenceEvents, sim::taskStateName(info.state));
     reference_.push_back(info.result);
   }
   m.restore(initial_);
   trace_.clear();
 }
 
-void ScenarioInstance::begin() {
+void SiteHarness::begin() {
   machine_->restore(initial_);
   trace_.clear();
-  patcherDone_ = false;
   protocol_ = arch::makePatchProtocol(arch_, scenario_.protocol);
   std::vector<arch::PatchRequest> requests;
   for (const PatchSiteInfo &site : sites_)
@@ -277,13 +331,10 @@ void ScenarioInstance::begin() {
     for (const arch::PatchRequest &r : requests)
       protocol->queue(r);
     protocol->finish();
-    patcherDone_ = true;
   });
 }
 
-bool ScenarioInstance::patcherFinished() const { return patcherDone_; }
-
-sim::RunResult ScenarioInstance::runExecution(sim::Scheduler &scheduler,
+sim::RunResult SiteHarness::runExecution(sim::Scheduler &scheduler,
                                               const std::function<bool()> &stop) {
   begin();
   sim::RunResult total;

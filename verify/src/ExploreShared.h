@@ -1,0 +1,112 @@
+#pragma once
+// What the explorers share (private to verify/src): processes of the machine's events, preemption
+// counting, and a replaying scheduler.
+
+#include "ftsim/sim/Machine.h"
+#include "ftsim/sim/ReplayScheduler.h"
+
+#include <span>
+
+namespace ftsim::verify::detail {
+
+using sim::DecisionKind;
+using sim::EventKind;
+using sim::EventRecord;
+
+constexpr int kPatcher = 24; // CPU processes are cpu*3 + {0: execution, 1: IPI, 2: preemption}
+constexpr int kProcesses = 25;
+
+inline int processOf(EventKind kind, unsigned cpu) {
+  switch (kind) {
+  case EventKind::Store:
+  case EventKind::Publish:
+  case EventKind::Alloc:
+  case EventKind::Free:
+    return kPatcher;
+  case EventKind::Ipi:
+    return static_cast<int>(cpu) * 3 + 1;
+  case EventKind::Preempt:
+    return static_cast<int>(cpu) * 3 + 2;
+  case EventKind::Step:
+  case EventKind::FetchLine:
+  case EventKind::Run:
+    return static_cast<int>(cpu) * 3;
+  }
+  return kPatcher;
+}
+
+inline int processOf(const EventRecord &e) { return processOf(e.kind, e.cpu); }
+inline int processOf(const sim::EventChoice &c) { return processOf(c.kind, c.cpu); }
+
+inline bool isNote(const EventRecord &e) {
+  return e.kind == EventKind::Alloc || e.kind == EventKind::Free;
+}
+
+inline bool serialises(const EventRecord &e) {
+  return e.outcome == sim::StepOutcome::TrapHandled || e.outcome == sim::StepOutcome::Serialised;
+}
+
+// A CPU event whose position relative to an IPI of the same CPU can matter.
+inline bool touchesCpuState(const EventRecord &e) {
+  return e.kind == EventKind::FetchLine || e.fetchSize || e.sharedRead || e.dataSize ||
+         (e.outcome != sim::StepOutcome::None && e.outcome != sim::StepOutcome::WatchedStop);
+}
+
+// The first executed (non-note) event at or after log index `from`.
+inline std::size_t eventAtOrAfter(std::span<const EventRecord> log, std::size_t from) {
+  while (from < log.size() && isNote(log[from]))
+    ++from;
+  return from;
+}
+
+inline int lastProcess(std::span<const EventRecord> log) {
+  for (std::size_t i = log.size(); i-- > 0;)
+    if (!isNote(log[i]))
+      return processOf(log[i]);
+  return -1;
+}
+
+// Whether choosing option `o` preempts the process that ran last (it is enabled and not chosen).
+inline bool isPreemption(const sim::DecisionPoint &p, std::uint32_t o, int last) {
+  if (last < 0 || processOf(p.events[o]) == last)
+    return false;
+  for (std::uint32_t i = 0; i < p.options; ++i)
+    if (processOf(p.events[i]) == last)
+      return true;
+  return false;
+}
+
+// --- Preemption counting (shared by every scheduler) ---------------------------------------------
+
+class CountingScheduler : public sim::Scheduler {
+public:
+  std::uint32_t decide(const sim::Machine &machine, const sim::DecisionPoint &point) override {
+    std::uint32_t choice = choose(machine, point);
+    if (point.kind == DecisionKind::Event &&
+        isPreemption(point, choice, lastProcess(machine.events())))
+      ++preemptions_;
+    return choice;
+  }
+  unsigned preemptions() const { return preemptions_; }
+
+protected:
+  virtual std::uint32_t choose(const sim::Machine &machine, const sim::DecisionPoint &point) = 0;
+
+private:
+  unsigned preemptions_ = 0;
+};
+
+class CountingReplay final : public CountingScheduler {
+public:
+  explicit CountingReplay(std::vector<std::uint32_t> choices) : replay_(std::move(choices)) {}
+
+protected:
+  std::uint32_t choose(const sim::Machine &m, const sim::DecisionPoint &p) override {
+    return replay_.decide(m, p);
+  }
+
+private:
+  sim::ReplayScheduler replay_;
+};
+
+} // namespace ftsim::verify::detail
