@@ -5,7 +5,7 @@
 // Run build/tests/verify/ftsim_bench_explore.
 
 #include "ftsim/verify/Explore.h"
-#include "ftsim/verify/ScenarioInstance.h"
+#include "ftsim/verify/SiteHarness.h"
 
 #include <benchmark/benchmark.h>
 
@@ -24,7 +24,7 @@ verify::Scenario scenario(const char *protocol, unsigned cpus, unsigned sites,
 }
 
 void explore(benchmark::State &state, verify::Scenario s, bool reduction, int bound) {
-  verify::ScenarioInstance instance(s);
+  verify::SiteHarness instance(s);
   verify::ExploreOptions o;
   o.reduction = reduction;
   o.preemptionBound = bound;

@@ -1,6 +1,6 @@
-// Engine-level scenarios (code kind "kernel", ScenarioKernel.h) through the library entry that
-// `ftsim check --scenario FILE` uses (loadScenarioFile, validate, KernelScenarioRunner,
-// exploreKernelScenario): the published buggy variants are found by the oracle SCENARIOS.md names,
+// Engine-level scenarios (code kind "kernel", KernelHarness.h) through the library entry that
+// `ftsim check --scenario FILE` uses (loadScenarioFile, KernelHarness, check): the published
+// buggy variants are found by the oracle their papers page names,
 // the fixed variants pass their stated runs, and an engine-level counterexample replays byte for
 // byte (and an edited replay file is refused with a one-line error). Also the Chrome trace-event
 // JSON of the replayed execution.
@@ -8,7 +8,9 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/Replay.h"
 #include "ftsim/verify/Scenario.h"
-#include "ftsim/verify/ScenarioKernel.h"
+#include "ftsim/verify/Check.h"
+#include "ftsim/verify/KernelHarness.h"
+#include "ftsim/verify/Timeline.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -30,7 +32,7 @@ std::string imagePath(const Scenario &s) {
   return std::string(FTSIM_GUEST_DIR) + "/" + s.image + "/kernel.elf";
 }
 
-// What `ftsim check --scenario FILE` does before it prints (cli/CheckCommand.cpp runKernelCheck).
+// What `ftsim check --scenario FILE` does before it explores.
 Scenario load(const std::string &name) {
   const std::string path = scenarioPath(name);
   Scenario s = loadScenarioFile(path);
@@ -102,17 +104,19 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
 TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
   const Scenario s = load("list-to-single-race");
   ASSERT_TRUE(s.engine.pre59338f754a55);
-  KernelScenarioRunner runner(s, imagePath(s));
-  const KernelExploreResult r = exploreKernelScenario(runner);
-  ASSERT_TRUE(r.counterexample) << r.coverage;
+  KernelHarness harness(s, imagePath(s));
+  const CheckReport r = check(harness, exploreOptionsFor(s));
+  EXPECT_EQ(r.verdict, Verdict::Violation);
+  ASSERT_TRUE(r.minimised) << r.coverage;
   ASSERT_TRUE(r.found);
   EXPECT_EQ(r.found->violation.oracle, "trace-completeness");
-  const Violation &v = r.counterexample->violation;
+  const Violation &v = r.minimised->violation;
   EXPECT_EQ(v.oracle, s.expectOracle);
   EXPECT_NE(v.message.find("ops 'a' called for decay_load"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("filter 'ktime_get'"), std::string::npos) << v.message;
-  EXPECT_LE(r.executions, s.engine.runs);
-  EXPECT_EQ(r.violatingExecutions, 1u); // stops at the first
+  EXPECT_LE(r.result.stats.executions, s.explore.runs);
+  EXPECT_EQ(r.result.violatingExecutions, 1u); // stops at the first
+  EXPECT_LE(r.minimised->events, r.found->events);
   EXPECT_FALSE(v.trail.empty());
 }
 
@@ -121,12 +125,14 @@ TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
 TEST(EngineScenario, ListToSingleRaceFixedPassesItsStatedRuns) {
   const Scenario s = load("list-to-single-race-fixed");
   ASSERT_FALSE(s.engine.pre59338f754a55);
-  ASSERT_EQ(s.engine.runs, 30u);
-  KernelScenarioRunner runner(s, imagePath(s));
-  const KernelExploreResult r = exploreKernelScenario(runner);
-  EXPECT_FALSE(r.counterexample) << formatViolation(r.counterexample->violation);
-  EXPECT_EQ(r.executions, 30u);
-  EXPECT_EQ(r.violatingExecutions, 0u);
+  ASSERT_EQ(s.explore.runs, 30u);
+  KernelHarness harness(s, imagePath(s));
+  const CheckReport r = check(harness, exploreOptionsFor(s));
+  EXPECT_FALSE(r.minimised) << formatViolation(r.minimised->violation);
+  // Randomised search: no violation in its runs, which is not a proof.
+  EXPECT_EQ(r.verdict, Verdict::NoViolation);
+  EXPECT_EQ(r.result.stats.executions, 30u);
+  EXPECT_EQ(r.result.violatingExecutions, 0u);
   EXPECT_NE(r.coverage.find("30 random runs (seed 1)"), std::string::npos) << r.coverage;
 }
 
@@ -136,14 +142,14 @@ TEST(EngineScenario, ListToSingleRaceFixedPassesItsStatedRuns) {
 TEST(EngineScenario, Int3SkipsCallIsATransparencyViolation) {
   const Scenario s = load("int3-skips-call");
   ASSERT_EQ(s.protocol, "int3-skip");
-  KernelScenarioRunner runner(s, imagePath(s));
-  const KernelExploreResult r = exploreKernelScenario(runner);
-  ASSERT_TRUE(r.counterexample) << r.coverage;
-  const Violation &v = r.counterexample->violation;
+  KernelHarness harness(s, imagePath(s));
+  const CheckReport r = check(harness, exploreOptionsFor(s));
+  ASSERT_TRUE(r.minimised) << r.coverage;
+  const Violation &v = r.minimised->violation;
   EXPECT_EQ(v.oracle, "transparency");
   // The reference (livepatch in place, no patcher) runs version 2 on every call.
   EXPECT_NE(v.message.find("the reference run returned"), std::string::npos) << v.message;
-  ASSERT_FALSE(runner.referenceResults().empty());
+  ASSERT_FALSE(harness.referenceResults().empty());
   EXPECT_NE(v.message.find("returned 0x10,"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("reference run returned 0x1000"), std::string::npos) << v.message;
 }
@@ -151,12 +157,13 @@ TEST(EngineScenario, Int3SkipsCallIsATransparencyViolation) {
 TEST(EngineScenario, Int3SkipsCallFixedPassesItsStatedRuns) {
   const Scenario s = load("int3-skips-call-fixed");
   ASSERT_EQ(s.protocol, "int3");
-  ASSERT_EQ(s.engine.runs, 40u);
-  KernelScenarioRunner runner(s, imagePath(s));
-  const KernelExploreResult r = exploreKernelScenario(runner);
-  EXPECT_FALSE(r.counterexample) << formatViolation(r.counterexample->violation);
-  EXPECT_EQ(r.executions, 40u);
-  EXPECT_NE(r.coverage.find("40 random runs (seed 1)"), std::string::npos) << r.coverage;
+  ASSERT_EQ(s.explore.runs, 40u);
+  KernelHarness harness(s, imagePath(s));
+  const CheckReport r = check(harness, exploreOptionsFor(s));
+  EXPECT_FALSE(r.minimised) << formatViolation(r.minimised->violation);
+  EXPECT_EQ(r.verdict, Verdict::NoViolation);
+  EXPECT_EQ(r.result.stats.executions, 40u);
+  EXPECT_NE(r.coverage.find("40 pct runs (seed 1, depth 3)"), std::string::npos) << r.coverage;
 }
 
 // --- Replay and Chrome trace of an engine-level counterexample
@@ -167,26 +174,26 @@ protected:
   static void SetUpTestSuite() {
     // int3-skips-call: its counterexample is found in the first runs, so this stays cheap.
     scenario_ = new Scenario(load("int3-skips-call"));
-    runner_ = new KernelScenarioRunner(*scenario_, imagePath(*scenario_));
-    const KernelExploreResult r = exploreKernelScenario(*runner_);
-    ASSERT_TRUE(r.counterexample);
-    cex_ = new Counterexample(*r.counterexample);
+    harness_ = new KernelHarness(*scenario_, imagePath(*scenario_));
+    const CheckReport r = check(*harness_, exploreOptionsFor(*scenario_));
+    ASSERT_TRUE(r.minimised);
+    cex_ = new Counterexample(*r.minimised);
     path_ = new std::string(tempPath("int3-skips-call.json"));
     writeReplayFile(*path_, *scenario_, *cex_);
   }
   static void TearDownTestSuite() {
-    delete runner_;
+    delete harness_;
     delete scenario_;
     delete cex_;
     delete path_;
   }
   static Scenario *scenario_;
-  static KernelScenarioRunner *runner_;
+  static KernelHarness *harness_;
   static Counterexample *cex_;
   static std::string *path_;
 };
 Scenario *EngineReplay::scenario_ = nullptr;
-KernelScenarioRunner *EngineReplay::runner_ = nullptr;
+KernelHarness *EngineReplay::harness_ = nullptr;
 Counterexample *EngineReplay::cex_ = nullptr;
 std::string *EngineReplay::path_ = nullptr;
 
@@ -195,16 +202,18 @@ TEST_F(EngineReplay, TheWrittenFileReproducesWithTheSameEventLogHash) {
   EXPECT_EQ(file.scenario, *scenario_); // the file stands alone
   EXPECT_EQ(file.counterexample.choices, cex_->choices);
   EXPECT_EQ(file.counterexample.logHash, cex_->logHash);
-  // A runner built from the file alone, as `ftsim replay` does.
-  KernelScenarioRunner runner(file.scenario, imagePath(file.scenario));
-  const KernelReproduction r = reproduceKernel(runner, file, *path_);
+  // A harness built from the file alone, as `ftsim replay` does.
+  KernelHarness harness(file.scenario, imagePath(file.scenario));
+  const Reproduction r = reproduce(harness, file, *path_);
   EXPECT_EQ(r.execution.logHash, cex_->logHash);
   EXPECT_EQ(summarizeViolation(r.violation), summarizeViolation(cex_->violation));
   EXPECT_EQ(r.violation.oracle, "transparency");
-  EXPECT_NE(r.timeline.find("store cc at posix_cpu_timer_set"), std::string::npos);
-  EXPECT_NE(r.timeline.find("(int3 handled)"), std::string::npos);
+  // The int3 written over the site, and a CPU's trap there handled.
+  EXPECT_NE(r.timeline.find("patcher store posix_cpu_timer_set+0x0/0x44 [cc]"), std::string::npos)
+      << r.timeline;
+  EXPECT_NE(r.timeline.find("trap-handled(posix_cpu_timer_set"), std::string::npos);
   // And again: byte for byte.
-  EXPECT_EQ(reproduceKernel(runner, file, *path_).execution.logHash, cex_->logHash);
+  EXPECT_EQ(reproduce(harness, file, *path_).execution.logHash, cex_->logHash);
 }
 
 TEST_F(EngineReplay, AnEditedFileIsRefusedWithOneLine) {
@@ -238,8 +247,8 @@ TEST_F(EngineReplay, AnEditedFileIsRefusedWithOneLine) {
     writeFile(path, e.dump(1));
     const std::string message = fatalMessage([&] {
       const ReplayFile file = loadReplayFile(path);
-      KernelScenarioRunner runner(file.scenario, imagePath(file.scenario));
-      reproduceKernel(runner, file, path);
+      KernelHarness harness(file.scenario, imagePath(file.scenario));
+      reproduce(harness, file, path);
     });
     ASSERT_FALSE(message.empty()) << "the edited file was accepted";
     EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
@@ -255,9 +264,10 @@ TEST_F(EngineReplay, AnEditedFileIsRefusedWithOneLine) {
 
 TEST_F(EngineReplay, ChromeTraceHasOneTrackPerCpuAndThePatcher) {
   const ReplayFile file = loadReplayFile(*path_);
-  const KernelReproduction r = reproduceKernel(*runner_, file, *path_, true);
-  ASSERT_FALSE(r.chrome.empty());
-  const nlohmann::json j = nlohmann::json::parse(r.chrome); // throws on malformed output
+  const Reproduction r = reproduce(*harness_, file, *path_);
+  const std::string chrome = chromeTrace(*harness_, r.execution.violations);
+  ASSERT_FALSE(chrome.empty());
+  const nlohmann::json j = nlohmann::json::parse(chrome); // throws on malformed output
   ASSERT_TRUE(j.contains("traceEvents"));
   const auto &events = j["traceEvents"];
   std::map<unsigned, std::string> threads;

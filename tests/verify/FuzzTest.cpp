@@ -7,7 +7,8 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Replay.h"
-#include "ftsim/verify/ScenarioKernel.h"
+#include "ftsim/verify/Check.h"
+#include "ftsim/verify/KernelHarness.h"
 
 #include <gtest/gtest.h>
 
@@ -26,22 +27,11 @@ FuzzOptions options(std::uint64_t seed, std::uint64_t runs, const std::string &p
   return o;
 }
 
-// The execution the fuzzer judges a scenario by (Fuzz.cpp runOnce): its first schedule.
+// The execution the fuzzer judges a scenario by: its explorer's one run.
 bool violatesOracle(const Scenario &s, const std::string &imagePath, const std::string &oracle) {
-  KernelScenarioRunner runner(s, imagePath);
-  const std::uint64_t seed = s.engine.scheduleSeed * 1000003;
-  KernelExecution e;
-  if (s.engine.explore == "pct") {
-    PctScheduler pct(seed, s.engine.pctDepth, 2000);
-    e = runner.run(pct);
-  } else {
-    sim::RandomScheduler random(seed);
-    e = runner.run(random);
-  }
-  for (const Violation &v : e.violations)
-    if (v.oracle == oracle)
-      return true;
-  return false;
+  KernelHarness harness(s, imagePath);
+  const ExploreResult r = explore(harness, exploreOptionsFor(s));
+  return r.counterexample && r.counterexample->violation.oracle == oracle;
 }
 
 TEST(Fuzz, SameSeedAndRunsGiveTheSameRuns) {
@@ -112,8 +102,8 @@ TEST(Fuzz, FindsShrinksAndSavesAViolationOfABrokenProtocol) {
   writeReplayFile(path, *r.failing, *r.cex);
   const ReplayFile file = loadReplayFile(path);
   EXPECT_EQ(file.scenario, *r.failing);
-  KernelScenarioRunner runner(file.scenario, o.imagePath);
-  const KernelReproduction rep = reproduceKernel(runner, file, path);
+  KernelHarness harness(file.scenario, o.imagePath);
+  const Reproduction rep = reproduce(harness, file, path);
   EXPECT_EQ(rep.execution.logHash, r.cex->logHash);
   EXPECT_EQ(summarizeViolation(rep.violation), summarizeViolation(r.cex->violation));
   // The fuzzer is deterministic on its failure path too.

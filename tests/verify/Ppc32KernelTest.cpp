@@ -9,7 +9,6 @@
 #include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Mutants.h"
-#include "ftsim/verify/TrampolineScenario.h"
 
 #include <gtest/gtest.h>
 
@@ -238,76 +237,8 @@ TEST_P(Ppc32Livepatch, NewVersionEverywhereOnceInAndTheOldBodyFinishes) {
 
 INSTANTIATE_TEST_SUITE_P(SharedRegsCallerOrOwnTrampoline, Ppc32Livepatch, ::testing::Bool());
 
-TrampolineCheckOptions scenario(model::TrampolineFree free, bool preempt) {
-  TrampolineCheckOptions o;
-  o.imagePath = guestImagePath("ppc32-mcount");
-  o.free.free = free;
-  o.preempt = preempt;
-  return o;
-}
+// The trampoline-freeing scenarios on ppc32 are files: TrampolineCheckTest.cpp.
 
-TEST(Ppc32TrampFreePreempted, ImmediateFreeIsFound) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  const auto o = scenario(model::TrampolineFree::Immediate, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  ASSERT_TRUE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_NE(r.violation->find("trampoline-lifetime"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.violation->find("ftrace_trampoline"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.timeline.find("freeText"), std::string::npos) << r.timeline;
-}
-
-TEST(Ppc32TrampFreePreempted, SchedSyncWithPreemptionIsFound) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  const auto o = scenario(model::TrampolineFree::SchedSync, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  ASSERT_TRUE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_NE(r.violation->find("trampoline-lifetime"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.timeline.find("timer preempts the task at ftrace_trampoline"), std::string::npos)
-      << r.timeline;
-  EXPECT_NE(r.timeline.find("freeText"), std::string::npos) << r.timeline;
-}
-
-TEST(Ppc32TrampFreePreempted, RcuTasksVerifiesWithinOnePreemption) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  const auto o = scenario(model::TrampolineFree::RcuTasks, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  EXPECT_FALSE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_TRUE(r.complete);
-  EXPECT_GT(r.executions, 50u);
-  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
-}
-
-TEST(Ppc32TrampFreePreempted, SchedSyncWithoutPreemptionVerifies) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  const auto o = scenario(model::TrampolineFree::SchedSync, false);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  EXPECT_FALSE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_TRUE(r.complete);
-  EXPECT_GT(r.executions, 20u);
-  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
-}
-
-TEST(Ppc32OpsUafNoSync, SkippedSyncIsFoundAndTheFixVerifies) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  auto o = scenario(model::TrampolineFree::RcuTasks, true);
-  o.scenario = TrampolineScenarioKind::OpsUafNoSync;
-  o.free.syncWhenUnchanged = false;
-  const TrampolineCheckResult buggy = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, buggy);
-  ASSERT_TRUE(buggy.violation) << formatTrampolineCheck(o, buggy);
-  EXPECT_NE(buggy.violation->find("ops-use-after-free"), std::string::npos) << *buggy.violation;
-  o.free.syncWhenUnchanged = true;
-  const TrampolineCheckResult fixed = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, fixed);
-  EXPECT_FALSE(fixed.violation) << formatTrampolineCheck(o, fixed);
-}
-
-// Every ppc32 mutant is killed, each by the checker the issue names, and both correct protocols
-// (word, word-mflr) survive every checker.
 TEST(Ppc32Mutants, EveryMutantIsKilledAndTheCorrectProtocolsSurvive) {
   const arch::Arch &isa = arch::archByName("ppc32");
   const MutationScore score = runMutants(isa, defaultMutantCheckers(isa));

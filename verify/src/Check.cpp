@@ -34,8 +34,10 @@ std::string coverageText(const Harness &h, const ExploreOptions &o, const Explor
                      what, bound,
                      h.describeSetup(), s.bounds.maxEvents, st.executions, st.eventLimitHits,
                      o.explorer != "exhaustive" ? ""
-                     : o.reduction              ? ", source-DPOR + sleep sets"
-                                                : ", naive (no reduction)");
+                     : !h.reductionSound()
+                         ? ", naive (no reduction: DPOR does not cover this kind's host state)"
+                     : o.reduction ? ", source-DPOR + sleep sets"
+                                   : ", naive (no reduction)");
 }
 
 } // namespace

@@ -266,10 +266,11 @@ void search(Exploration &x) {
   const ExploreOptions &options_ = x.options();
   std::vector<Node> stack;
   const int bound = options_.preemptionBound;
+  const bool reduction = options_.reduction && x.harness().reductionSound();
   while (true) {
     if (x.stats().executions >= options_.maxExecutions)
       return; // budget exhausted: not complete
-    DfsScheduler dfs(stack, options_.reduction, bound);
+    DfsScheduler dfs(stack, reduction, bound);
     bool stop = false;
     sim::RunResult run = x.harness().runExecution(dfs, [&] { return dfs.stopped() || stop; });
     const bool cut = dfs.stopped();
@@ -282,7 +283,7 @@ void search(Exploration &x) {
         if (e < log.size())
           node.branchEvent[node.chosen] = log[e];
       }
-    if (options_.reduction)
+    if (reduction)
       addBacktrackPoints(stack, log);
     if (!x.finish(dfs, dfs.preemptions(), cut, run))
       return;

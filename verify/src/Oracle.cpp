@@ -76,6 +76,8 @@ private:
     v.bytes = f.bytes;
     v.decoded = f.decoded;
     v.site = x.harness.siteOf(f.kind == sim::FindingKind::TornFetch ? f.addr : f.pc);
+    if (f.kind != sim::FindingKind::TornFetch && v.site.empty())
+      v.message += fmt::format(" (at {})", x.harness.symbol(f.pc));
     // The patcher's CPU is involved whenever one of its stores precedes the finding.
     for (const sim::EventRecord &e : x.machine.events()) {
       if (e.index > f.event)
@@ -116,8 +118,10 @@ struct Registry {
   std::mutex mutex;
   OracleList oracles;
   Registry() {
-    for (sim::FindingKind k : {sim::FindingKind::TornFetch, sim::FindingKind::GuestFault,
-                               sim::FindingKind::TrampolineLifetime, sim::FindingKind::Deadlock})
+    // At one event, a fetch from freed text is reported as trampoline-lifetime before the guest
+    // fault its poison bytes cause.
+    for (sim::FindingKind k : {sim::FindingKind::TornFetch, sim::FindingKind::TrampolineLifetime,
+                               sim::FindingKind::GuestFault, sim::FindingKind::Deadlock})
       oracles.push_back(std::make_shared<FindingOracle>(k));
     oracles.push_back(std::make_shared<TransparencyOracle>());
   }

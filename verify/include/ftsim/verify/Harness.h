@@ -56,6 +56,11 @@ public:
   // The oracles particular to this kind (its trace completeness, engine invariants, ...); the
   // generic ones come from the oracle registry (Oracle.h).
   virtual OracleList kindOracles() const = 0;
+  // Whether source-DPOR's dependency relation (Explore.h) covers everything this kind's
+  // executions share. The simulated kernel's engine and tracers are host code whose state is not
+  // in the event footprints (frees of trampolines and ops are log notes, callbacks read host
+  // state), so on those kinds the exhaustive explorer runs without reduction: sound, and larger.
+  virtual bool reductionSound() const = 0;
   // Whether executions cost so little (a snapshot restore, no boot) that minimisation may search
   // thousands of them.
   virtual bool cheapExecutions() const = 0;

@@ -70,6 +70,7 @@ public:
   std::string annotate(const sim::EventRecord &) const override { return {}; }
   std::uint64_t finalStateHash() const override;
   OracleList kindOracles() const override;
+  bool reductionSound() const override { return true; }
   bool cheapExecutions() const override { return true; }
   std::string describeSetup() const override;
 

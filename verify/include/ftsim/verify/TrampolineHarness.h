@@ -53,6 +53,7 @@ public:
   std::string annotate(const sim::EventRecord &event) const override;
   std::uint64_t finalStateHash() const override;
   OracleList kindOracles() const override;
+  bool reductionSound() const override { return false; }
   bool cheapExecutions() const override { return false; }
   std::string describeSetup() const override;
 
