@@ -1,4 +1,4 @@
-// Engine-level scenarios on verify::Kernel: one execution, its oracles, randomised exploration and
+// Engine-level scenarios on kernel::Kernel: one execution, its oracles, randomised exploration and
 // prefix minimisation (ScenarioKernel.h).
 
 #include "ftsim/verify/ScenarioKernel.h"
@@ -8,7 +8,7 @@
 #include "ftsim/model/RecordFlags.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-#include "ftsim/verify/Kernel.h"
+#include "ftsim/kernel/Kernel.h"
 
 #include <fmt/format.h>
 
@@ -59,7 +59,7 @@ std::vector<std::string> splitGlobs(const std::string &filter) {
   return out;
 }
 
-EngineState captureState(Kernel &k, const std::vector<OpsSlot> &slots) {
+EngineState captureState(kernel::Kernel &k, const std::vector<OpsSlot> &slots) {
   EngineState st(slots.size());
   const auto &list = k.core().opsList();
   for (std::size_t i = 0; i < slots.size(); ++i) {
@@ -76,7 +76,7 @@ EngineState captureState(Kernel &k, const std::vector<OpsSlot> &slots) {
 }
 
 // The reference model of the records and the sites (ScenarioKernel.h, engine-invariant).
-std::optional<std::string> checkEngine(Kernel &k, bool opsTrampolines) {
+std::optional<std::string> checkEngine(kernel::Kernel &k, bool opsTrampolines) {
   model::FtraceCore &core = k.core();
   if (core.dead())
     return std::string("ftrace is dead (ftrace_kill): ") +
@@ -298,9 +298,9 @@ KernelScenarioRunner::~KernelScenarioRunner() = default;
 
 KernelExecution KernelScenarioRunner::run(
     sim::Scheduler &scheduler,
-    const std::function<void(const Kernel &, const KernelExecution &)> &inspect) {
+    const std::function<void(const kernel::Kernel &, const KernelExecution &)> &inspect) {
   const Scenario &s = scenario_;
-  KernelConfig config;
+  kernel::KernelConfig config;
   config.machine.cpus = s.cpus;
   config.machine.storeModel = s.store;
   config.machine.fetchModel = s.fetch;
@@ -308,8 +308,8 @@ KernelExecution KernelScenarioRunner::run(
   config.machine.quantum = 64;
   config.protocol = s.protocol;
   config.opsTrampolines = s.engine.opsTrampolines;
-  auto kernel = std::make_unique<Kernel>(arch::loadImage(imagePath_), config);
-  Kernel &k = *kernel;
+  auto kernel = std::make_unique<kernel::Kernel>(arch::loadImage(imagePath_), config);
+  kernel::Kernel &k = *kernel;
   k.core().setPre59338f754a55Order(s.engine.pre59338f754a55);
 
   KernelExecution out;
@@ -336,7 +336,7 @@ KernelExecution KernelScenarioRunner::run(
         spec.name,
         [&k, &slot, redirect](std::uint64_t ip, std::uint64_t, model::FtraceOps &,
                               arch::GuestContext *regs) {
-          const CallbackEvent &cb = k.callbacks().back();
+          const kernel::CallbackEvent &cb = k.callbacks().back();
           slot.calls.push_back({cb.event, cb.cpu, cb.task, ip});
           if (redirect && regs)
             regs->setPc(redirect);
@@ -364,7 +364,7 @@ KernelExecution KernelScenarioRunner::run(
     k.addWorkload(s.engine.workloads[i], static_cast<unsigned>(i + 1), s.engine.seed + i);
 
   if (!s.engine.steps.empty())
-    k.patcher([&](Kernel &kk) {
+    k.patcher([&](kernel::Kernel &kk) {
       for (const EngineStep &step : s.engine.steps) {
         const std::uint64_t begin = kk.now();
         try {
@@ -421,7 +421,7 @@ KernelExecution KernelScenarioRunner::run(
       v.site = k.symbolName(f.addr, true);
     vs.push_back(std::move(v));
   }
-  for (const OpsUseAfterFree &u : k.opsUseAfterFree())
+  for (const kernel::OpsUseAfterFree &u : k.opsUseAfterFree())
     vs.push_back(makeViolation(
         "trampoline-lifetime", u.event, u.cpu, u.task, u.ip,
         fmt::format("the list function walked ops '{}' freed at event {} (list read at event {})",
@@ -459,15 +459,15 @@ KernelExecution KernelScenarioRunner::run(
         return true;
     return false;
   };
-  const std::vector<SiteExecution> sites = k.siteExecutions();
-  std::map<int, std::vector<const SiteExecution *>> byTask;
-  for (const SiteExecution &se : sites)
+  const std::vector<kernel::SiteExecution> sites = k.siteExecutions();
+  std::map<int, std::vector<const kernel::SiteExecution *>> byTask;
+  for (const kernel::SiteExecution &se : sites)
     byTask[se.task].push_back(&se);
   for (std::size_t i = 0; i < slots.size(); ++i) {
     for (const OpsCall &c : slots[i].calls) {
       // The site execution this callback belongs to: the task's last one at or before it.
-      const SiteExecution *from = nullptr;
-      for (const SiteExecution *se : byTask[c.task])
+      const kernel::SiteExecution *from = nullptr;
+      for (const kernel::SiteExecution *se : byTask[c.task])
         if (se->event <= c.event && se->ip == c.ip)
           from = se;
       const std::uint64_t start = from ? from->event : c.event;
@@ -486,7 +486,7 @@ KernelExecution KernelScenarioRunner::run(
   }
   for (auto &[task, list] : byTask) {
     for (std::size_t j = 0; j < list.size(); ++j) {
-      const SiteExecution &se = *list[j];
+      const kernel::SiteExecution &se = *list[j];
       const std::uint64_t end = j + 1 < list.size() ? list[j + 1]->event : out.events;
       if (j + 1 == list.size() && !finished)
         continue;
@@ -520,20 +520,20 @@ KernelExecution KernelScenarioRunner::run(
 
 KernelExecution KernelScenarioRunner::replay(
     const std::vector<std::uint32_t> &choices,
-    const std::function<void(const Kernel &, const KernelExecution &)> &inspect) {
+    const std::function<void(const kernel::Kernel &, const KernelExecution &)> &inspect) {
   PrefixScheduler prefix(choices);
   return run(prefix, inspect);
 }
 
 // --- Timeline --------------------------------------------------------------------------------
 
-std::string kernelTimeline(const Kernel &kernel, std::uint64_t upTo) {
+std::string kernelTimeline(const kernel::Kernel &kernel, std::uint64_t upTo) {
   const sim::Machine &m = kernel.machine();
   std::set<std::uint64_t> siteIps;
-  for (const SiteExecution &se : kernel.siteExecutions())
+  for (const kernel::SiteExecution &se : kernel.siteExecutions())
     siteIps.insert(se.ip);
-  std::map<std::uint64_t, std::vector<const CallbackEvent *>> callbacks;
-  for (const CallbackEvent &c : kernel.callbacks())
+  std::map<std::uint64_t, std::vector<const kernel::CallbackEvent *>> callbacks;
+  for (const kernel::CallbackEvent &c : kernel.callbacks())
     callbacks[c.event].push_back(&c);
   auto who = [](const sim::EventRecord &e) {
     return e.task >= 0 ? fmt::format("cpu{} task{}", e.cpu, e.task)
@@ -579,7 +579,7 @@ std::string kernelTimeline(const Kernel &kernel, std::uint64_t upTo) {
       break;
     }
     if (auto it = callbacks.find(e.index); it != callbacks.end())
-      for (const CallbackEvent *c : it->second)
+      for (const kernel::CallbackEvent *c : it->second)
         what += fmt::format("{}callback {} for {}", what.empty() ? "" : "; ", c->function,
                             kernel.symbolName(c->ip, false));
     if (!what.empty())
@@ -688,7 +688,7 @@ KernelReproduction reproduceKernel(KernelScenarioRunner &runner, const ReplayFil
                                    const std::string &origin, bool chrome) {
   KernelReproduction r;
   r.execution =
-      runner.replay(file.counterexample.choices, [&](const Kernel &k, const KernelExecution &e) {
+      runner.replay(file.counterexample.choices, [&](const kernel::Kernel &k, const KernelExecution &e) {
         r.timeline = kernelTimeline(k);
         if (chrome)
           r.chrome = chromeTrace(

@@ -4,7 +4,7 @@
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/model/FtraceOps.h"
 #include "ftsim/sim/Scheduler.h"
-#include "ftsim/verify/Kernel.h"
+#include "ftsim/kernel/Kernel.h"
 
 #include <fmt/format.h>
 
@@ -88,10 +88,10 @@ struct Execution {
 };
 
 // The events that matter for a trampoline's lifetime, up to and including `upTo`, one per line.
-std::string timelineOf(Kernel &kernel, std::uint64_t upTo) {
+std::string timelineOf(kernel::Kernel &kernel, std::uint64_t upTo) {
   const sim::Machine &m = kernel.machine();
-  auto inTrampoline = [&](std::uint64_t pc) -> const OpsTrampoline * {
-    for (const OpsTrampoline &t : kernel.opsTrampolines())
+  auto inTrampoline = [&](std::uint64_t pc) -> const kernel::OpsTrampoline * {
+    for (const kernel::OpsTrampoline &t : kernel.opsTrampolines())
       if (pc >= t.addr && pc < t.addr + t.size)
         return &t;
     return nullptr;
@@ -153,7 +153,7 @@ std::string timelineOf(Kernel &kernel, std::uint64_t upTo) {
 Execution runOnce(const TrampolineCheckOptions &options,
                   const std::map<std::uint64_t, std::uint32_t> &overrides,
                   std::uint64_t recordFrom) {
-  KernelConfig config;
+  kernel::KernelConfig config;
   config.machine.cpus = 2;
   config.machine.quantum = 64;
   config.machine.preemption = options.preempt;
@@ -165,7 +165,7 @@ Execution runOnce(const TrampolineCheckOptions &options,
   config.opsTrampolines = !uaf;
   config.splitListFunction = uaf;
   config.freePolicy = options.free;
-  Kernel kernel(std::move(image), config);
+  kernel::Kernel kernel(std::move(image), config);
   kernel.addWorkload("timers", 1, 1);
   kernel.addWorkload("timers", 1, 2);
 
@@ -188,13 +188,13 @@ Execution runOnce(const TrampolineCheckOptions &options,
   });
   const bool sleepUntilCall =
       options.sleepUntilCall.value_or(kernel.image().arch->name() == "ppc32");
-  auto unregisterAll = [&](Kernel &k) {
+  auto unregisterAll = [&](kernel::Kernel &k) {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       k.core().unregisterFunction(**it);
       k.freeOps(**it); // the owner's kfree()
     }
   };
-  kernel.patcher([&](Kernel &k) {
+  kernel.patcher([&](kernel::Kernel &k) {
     for (auto &op : ops)
       k.core().registerFunction(*op);
     // The tasks call through it for a while: an RCU-tasks grace period; for the list function
@@ -239,7 +239,7 @@ Execution runOnce(const TrampolineCheckOptions &options,
     at = f.event;
   }
   if (!kernel.opsUseAfterFree().empty()) {
-    const OpsUseAfterFree &u = kernel.opsUseAfterFree().front();
+    const kernel::OpsUseAfterFree &u = kernel.opsUseAfterFree().front();
     if (!at || u.event < *at) {
       out.violation = fmt::format(
           "ops-use-after-free: cpu{} task{} walked {} (read ftrace_ops_list at #{}, freed at "

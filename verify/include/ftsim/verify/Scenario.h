@@ -8,7 +8,7 @@
 // hand-built kernel fragment per ISA whose functions have one patch site each, tasks that call
 // them, and two tracer trampolines (A and B) that are host hypercalls recording which CPU, task and
 // site reached them. Engine-level scenarios (code kind "kernel") boot the built-in guest image
-// through verify::Kernel and run an engine operation sequence as the patcher while guest workloads
+// through kernel::Kernel and run an engine operation sequence as the patcher while guest workloads
 // run (ScenarioKernel.h); they use `code.image` and the `[engine]` table below, and ignore the
 // snippet keys (site_offset, calls, tasks_per_cpu, [[sites]], [patch]).
 //

@@ -1,6 +1,6 @@
 #pragma once
 // Engine-level scenarios (Scenario code kind "kernel"): the built-in guest image booted through
-// verify::Kernel, guest workloads on CPUs 1.., and the scenario's engine operation sequence
+// kernel::Kernel, guest workloads on CPUs 1.., and the scenario's engine operation sequence
 // (register/unregister ops, set/append/remove filters, switch tracers) run as the machine's
 // patcher on CPU 0, so every store, sync and publication the engine makes is a scheduled event.
 //
@@ -43,9 +43,11 @@
 #include <string>
 #include <vector>
 
-namespace ftsim::verify {
-
+namespace ftsim::kernel {
 class Kernel;
+}
+
+namespace ftsim::verify {
 
 struct KernelExecution {
   std::vector<Violation> violations; // sorted by event
@@ -71,11 +73,11 @@ public:
   // timelines and Chrome traces).
   KernelExecution
   run(sim::Scheduler &scheduler,
-      const std::function<void(const Kernel &, const KernelExecution &)> &inspect = {});
+      const std::function<void(const kernel::Kernel &, const KernelExecution &)> &inspect = {});
   // Replays `choices` (then the first enabled event at every later decision).
   KernelExecution
   replay(const std::vector<std::uint32_t> &choices,
-         const std::function<void(const Kernel &, const KernelExecution &)> &inspect = {});
+         const std::function<void(const kernel::Kernel &, const KernelExecution &)> &inspect = {});
 
 private:
   Scenario scenario_;
@@ -127,6 +129,6 @@ KernelReproduction reproduceKernel(KernelScenarioRunner &runner, const ReplayFil
 
 // Timeline of a kernel execution: patcher operations, stores, publications, IPIs, preemptions,
 // site executions, callbacks and findings, one line each (up to `upTo`).
-std::string kernelTimeline(const Kernel &kernel, std::uint64_t upTo = UINT64_MAX);
+std::string kernelTimeline(const kernel::Kernel &kernel, std::uint64_t upTo = UINT64_MAX);
 
 } // namespace ftsim::verify

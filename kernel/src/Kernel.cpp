@@ -1,4 +1,4 @@
-#include "ftsim/verify/Kernel.h"
+#include "ftsim/kernel/Kernel.h"
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Ppc32Code.h"
@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <set>
 
-namespace ftsim::verify {
+namespace ftsim::kernel {
 namespace {
 
 // The trampolines sit just below kernel text, well within a rel32 call of every site (as
@@ -579,4 +579,4 @@ std::vector<SiteExecution> Kernel::siteExecutions() const {
   return out;
 }
 
-} // namespace ftsim::verify
+} // namespace ftsim::kernel

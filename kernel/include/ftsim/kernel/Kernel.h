@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ftsim::verify {
+namespace ftsim::kernel {
 
 struct KernelConfig {
   sim::MachineConfig machine = defaultMachine();
@@ -217,4 +217,4 @@ private:
   std::uint64_t currentRegs_ = 0;
 };
 
-} // namespace ftsim::verify
+} // namespace ftsim::kernel

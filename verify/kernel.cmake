@@ -1,5 +1,0 @@
-# The simulated kernel (Kernel.h): a guest image booted on sim::Machine with the ftrace engine,
-# trampolines and tracers. Included from verify/CMakeLists.txt.
-target_sources(ftsim_verify PRIVATE src/Kernel.cpp)
-target_link_libraries(ftsim_verify PUBLIC ftsim::model)
-target_sources(ftsim_verify PRIVATE src/TrampolineScenario.cpp)
