@@ -2,7 +2,7 @@
 // A simulated tracefs (/sys/kernel/tracing) over one FtraceCore: the files a user writes to choose
 // a tracer and its filters, and reads to see the trace. Writes that change what is traced
 // register, unregister or re-filter ftrace_ops, so they patch text through the core: call them
-// from the machine's patcher to make every store a scheduled event (verify/Kernel does).
+// from the machine's patcher to make every store a scheduled event (kernel::Kernel does).
 //
 // Files: current_tracer, available_tracers, tracing_on, trace, buffer_size_kb,
 // set_ftrace_filter, set_ftrace_notrace, set_graph_function, set_graph_notrace,
