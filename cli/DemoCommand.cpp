@@ -6,10 +6,10 @@
 
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/ImageBoot.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Explore.h"
-#include "ftsim/kernel/Kernel.h"
 #include "ftsim/verify/Oracle.h"
 #include "ftsim/verify/Proofs.h"
 #include "ftsim/verify/ProtocolTrace.h"

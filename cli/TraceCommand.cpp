@@ -8,8 +8,8 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
-#include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/kernel/Kernel.h"
+#include "ftsim/sim/RandomScheduler.h"
 
 #include <fmt/format.h>
 

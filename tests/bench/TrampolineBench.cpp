@@ -9,8 +9,8 @@
 //   function as a hypercall), and host time per call.
 
 #include "ftsim/arch/Image.h"
-#include "ftsim/sim/RoundRobinScheduler.h"
 #include "ftsim/kernel/Kernel.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
 
 #include <benchmark/benchmark.h>
 

@@ -18,10 +18,10 @@
 //    otherwise that ops' own function (a callback stub of its own).
 
 #include "ftsim/arch/Image.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/RecordFlags.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Fuzz.h"
-#include "ftsim/kernel/Kernel.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -356,7 +356,8 @@ struct Tracer : Command {
   void apply(Model &m) const override { m.tracer = !m.tracer; }
   void run(const Model &m, Sut &sut) const override {
     const bool on = !m.tracer;
-    sut.patch([&](kernel::Kernel &k) { k.tracefs().write("current_tracer", on ? "function" : "nop"); });
+    sut.patch(
+        [&](kernel::Kernel &k) { k.tracefs().write("current_tracer", on ? "function" : "nop"); });
     ++coverage.tracers;
     Model next = m;
     apply(next);

@@ -26,7 +26,8 @@ TaskCounts countsOf(std::uint64_t result) {
           (result >> 16 & 1) != 0};
 }
 
-kernel::KernelConfig instructionGranular(unsigned cpus, bool trampolines, std::string protocol = "int3") {
+kernel::KernelConfig instructionGranular(unsigned cpus, bool trampolines,
+                                         std::string protocol = "int3") {
   kernel::KernelConfig config;
   config.machine.cpus = cpus;
   config.opsTrampolines = trampolines;

@@ -4,9 +4,9 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-#include "ftsim/kernel/Kernel.h"
 #include "ftsim/verify/ScenarioKernel.h"
 
 #include <fmt/format.h>

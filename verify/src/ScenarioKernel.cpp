@@ -5,10 +5,10 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/RecordFlags.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-#include "ftsim/kernel/Kernel.h"
 
 #include <fmt/format.h>
 
@@ -687,8 +687,8 @@ Counterexample minimiseKernel(KernelScenarioRunner &runner, const Counterexample
 KernelReproduction reproduceKernel(KernelScenarioRunner &runner, const ReplayFile &file,
                                    const std::string &origin, bool chrome) {
   KernelReproduction r;
-  r.execution =
-      runner.replay(file.counterexample.choices, [&](const kernel::Kernel &k, const KernelExecution &e) {
+  r.execution = runner.replay(
+      file.counterexample.choices, [&](const kernel::Kernel &k, const KernelExecution &e) {
         r.timeline = kernelTimeline(k);
         if (chrome)
           r.chrome = chromeTrace(

@@ -2,9 +2,9 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/FtraceOps.h"
 #include "ftsim/sim/Scheduler.h"
-#include "ftsim/kernel/Kernel.h"
 
 #include <fmt/format.h>
 
