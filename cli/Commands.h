@@ -2,11 +2,13 @@
 // Each ftsim subcommand registers itself on the app and sets `exitCode` when it runs. Commands are
 // thin: parse, call the libraries, print. User mistakes throw ftsim::FatalError (one line, exit 2).
 
-#include "ftsim/verify/Harness.h"
-
 #include <CLI/CLI.hpp>
 
 #include <string>
+
+namespace ftsim::verify {
+struct HarnessEnv;
+}
 
 namespace ftsim::cli {
 

@@ -6,10 +6,10 @@
 
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/ImageBoot.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Explore.h"
-#include "ftsim/verify/Kernel.h"
 #include "ftsim/verify/Oracle.h"
 #include "ftsim/verify/Proofs.h"
 #include "ftsim/verify/ProtocolTrace.h"
@@ -48,15 +48,15 @@ void demoBoot(const std::string &archName) {
 // untraced run.
 bool demoLiveTrace() {
   auto run = [](bool traced, std::string *trace, std::size_t *findings) {
-    verify::KernelConfig config;
+    kernel::KernelConfig config;
     config.machine.cpus = 4;
     config.protocol = "int3";
-    verify::Kernel kernel(arch::loadImage(resolveImagePath("x86_64", "")), config);
+    kernel::Kernel kernel(arch::loadImage(resolveImagePath("x86_64", "")), config);
     kernel.watchPatchSites();
     for (unsigned cpu = 1; cpu < 4; ++cpu)
       kernel.addWorkload("sched", cpu, 40 + cpu);
     if (traced)
-      kernel.patcher([](verify::Kernel &k) {
+      kernel.patcher([](kernel::Kernel &k) {
         k.tracefs().write("set_ftrace_filter", "*sched*");
         k.tracefs().write("current_tracer", "function");
       });

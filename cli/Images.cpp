@@ -1,6 +1,7 @@
 #include "Commands.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/verify/Harness.h"
 
 #include <cstdlib>
 #include <filesystem>

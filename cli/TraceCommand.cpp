@@ -8,8 +8,8 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/sim/RandomScheduler.h"
-#include "ftsim/verify/Kernel.h"
 
 #include <fmt/format.h>
 
@@ -34,7 +34,7 @@ struct TraceOptions {
 };
 
 void runTrace(const TraceOptions &o, CommandResult &result) {
-  verify::KernelConfig config;
+  kernel::KernelConfig config;
   config.machine.cpus = o.cpus;
   config.machine.quantum = 64;
   arch::Image image = arch::loadImage(resolveImagePath(o.arch, o.image));
@@ -42,7 +42,7 @@ void runTrace(const TraceOptions &o, CommandResult &result) {
   if (image.arch != &isa)
     fatal("--image {} is a {} image, not {}", image.name, image.arch->name(), isa.name());
   config.protocol = o.protocol.empty() ? arch::protocolsFor(isa).front().name : o.protocol;
-  verify::Kernel kernel(std::move(image), config);
+  kernel::Kernel kernel(std::move(image), config);
   model::TraceFs &fs = kernel.tracefs();
   bool first = true;
   for (const std::string &f : o.filters) {

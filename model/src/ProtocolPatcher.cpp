@@ -52,4 +52,10 @@ PatchOutcome ProtocolPatcher::updateFtraceFunc(const TraceFunction &function) {
   return {};
 }
 
+PatchOutcome ProtocolPatcher::modifyCode(std::uint64_t ip, const arch::Bytes &old,
+                                         const arch::Bytes &replacement) {
+  protocol_.pokeNow(arch::PatchRequest{ip, old, replacement});
+  return {};
+}
+
 } // namespace ftsim::model

@@ -130,12 +130,10 @@ void TraceFs::updateGraphCaller() {
   if (wanted) {
     syncGraphOps();
     core_.registerFunction(graphOps_);
-    if (env_.setGraphCaller)
-      env_.setGraphCaller(true);
+    core_.setGraphCaller(true);
   } else {
     core_.unregisterFunction(graphOps_);
-    if (env_.setGraphCaller)
-      env_.setGraphCaller(false);
+    core_.setGraphCaller(false);
   }
   graphCallerEnabled_ = wanted;
 }

@@ -9,8 +9,8 @@
 //   function as a hypercall), and host time per call.
 
 #include "ftsim/arch/Image.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-#include "ftsim/verify/Kernel.h"
 
 #include <benchmark/benchmark.h>
 
@@ -29,10 +29,10 @@ struct Measured {
 };
 
 Measured runOnce(const arch::Image &image, bool traced, bool opsTrampolines) {
-  verify::KernelConfig config;
+  kernel::KernelConfig config;
   config.machine.cpus = 1;
   config.opsTrampolines = opsTrampolines;
-  verify::Kernel kernel(image, config);
+  kernel::Kernel kernel(image, config);
   model::FtraceOps kprobe("kprobe_ftrace_ops", {}, model::OpsFlag::SaveRegs);
   kprobe.func = [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {};
   if (traced) {
@@ -48,7 +48,7 @@ Measured runOnce(const arch::Image &image, bool traced, bool opsTrampolines) {
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   m.instructions = kernel.machine().steppedInstructions();
   m.calls = kernel.callbacks().size();
-  for (const verify::CallbackEvent &c : kernel.callbacks())
+  for (const kernel::CallbackEvent &c : kernel.callbacks())
     m.listCalls += c.function == "ftrace_ops_list_func";
   m.opsListed = kernel.core().opsList().size();
   return m;

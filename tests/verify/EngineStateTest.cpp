@@ -1,4 +1,4 @@
-// A model-based (rc::state) test of the ftrace engine on the simulated kernel (verify::Kernel,
+// A model-based (rc::state) test of the ftrace engine on the simulated kernel (kernel::Kernel,
 // x86_64-fentry, 2 CPUs, per-ops trampolines on): random sequences of register/unregister ops,
 // set/append/remove filter and notrace patterns, function tracer on/off and guest steps, every
 // engine operation running as the machine's patcher on CPU 0 while a workload runs on CPU 1
@@ -18,10 +18,10 @@
 //    otherwise that ops' own function (a callback stub of its own).
 
 #include "ftsim/arch/Image.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/RecordFlags.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Fuzz.h"
-#include "ftsim/verify/Kernel.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -52,7 +52,7 @@ struct Vocabulary {
 const Vocabulary &vocabulary() {
   static const Vocabulary v = [] {
     Vocabulary out;
-    Kernel k(arch::loadImage(imagePath()));
+    kernel::Kernel k(arch::loadImage(imagePath()));
     std::set<std::string> names;
     k.core().records().forEach(
         [&](const model::DynFtrace &rec) { names.insert(k.core().recordName(rec)); });
@@ -96,11 +96,11 @@ Coverage coverage;
 
 struct Sut {
   explicit Sut(std::uint64_t seed) : scheduler(seed), workloadSeed(seed % 7) {
-    KernelConfig config;
+    kernel::KernelConfig config;
     config.machine.cpus = 2;
     config.machine.quantum = 64;
     config.opsTrampolines = true;
-    kernel = std::make_unique<Kernel>(arch::loadImage(imagePath()), config);
+    kernel = std::make_unique<kernel::Kernel>(arch::loadImage(imagePath()), config);
     kernel->watchPatchSites();
     for (unsigned i = 0; i < kOps; ++i) {
       std::uint32_t flags = 0;
@@ -118,7 +118,7 @@ struct Sut {
   }
 
   // Runs `body` as the patcher while the workload runs, until the patcher has finished.
-  void patch(const std::function<void(Kernel &)> &body) {
+  void patch(const std::function<void(kernel::Kernel &)> &body) {
     ensureWorkload();
     kernel->patcher(body);
     for (int i = 0; i < 1000 && kernel->machine().patcherActive(); ++i)
@@ -137,7 +137,7 @@ struct Sut {
     kernel->addWorkload("sched", 1, ++workloadSeed);
   }
 
-  std::unique_ptr<Kernel> kernel;
+  std::unique_ptr<kernel::Kernel> kernel;
   std::array<std::unique_ptr<model::FtraceOps>, kOps> ops;
   std::array<std::map<std::uint64_t, std::uint64_t>, kOps> calls;
   sim::RandomScheduler scheduler;
@@ -149,13 +149,13 @@ struct Sut {
 // ftrace_regs_caller and the ops trampolines allocated by then); a site fetched as a call to an
 // ops trampoline allocated later is one of its legal states too, not a torn fetch.
 void checkNoFinding(Sut &sut) {
-  const Kernel &k = *sut.kernel;
+  const kernel::Kernel &k = *sut.kernel;
   const arch::Arch &a = k.machine().arch();
   for (const sim::Finding &f : k.machine().findings()) {
     if (f.kind == sim::FindingKind::TornFetch) {
       const arch::Bytes fetched(f.bytes.begin(), f.bytes.end());
       bool legal = false;
-      for (const OpsTrampoline &t : k.opsTrampolines())
+      for (const kernel::OpsTrampoline &t : k.opsTrampolines())
         legal |= fetched == a.call(f.addr, t.addr).bytes;
       if (legal)
         continue;
@@ -166,7 +166,7 @@ void checkNoFinding(Sut &sut) {
 
 // Every record, site view and ftrace_call target against the model.
 void checkAgainstModel(const Model &m, Sut &sut) {
-  Kernel &k = *sut.kernel;
+  kernel::Kernel &k = *sut.kernel;
   model::FtraceCore &core = k.core();
   const arch::Arch &a = k.machine().arch();
   const arch::TrampolineCode &code = k.trampolines();
@@ -289,7 +289,7 @@ struct Register : Command {
   void checkPreconditions(const Model &m) const override { RC_PRE(!m.ops[i].live); }
   void apply(Model &m) const override { m.ops[i].live = true; }
   void run(const Model &m, Sut &sut) const override {
-    sut.patch([&](Kernel &k) { k.core().registerFunction(*sut.ops[i]); });
+    sut.patch([&](kernel::Kernel &k) { k.core().registerFunction(*sut.ops[i]); });
     ++coverage.registers;
     Model next = m;
     apply(next);
@@ -303,7 +303,7 @@ struct Unregister : Command {
   void checkPreconditions(const Model &m) const override { RC_PRE(m.ops[i].live); }
   void apply(Model &m) const override { m.ops[i].live = false; }
   void run(const Model &m, Sut &sut) const override {
-    sut.patch([&](Kernel &k) { k.core().unregisterFunction(*sut.ops[i]); });
+    sut.patch([&](kernel::Kernel &k) { k.core().unregisterFunction(*sut.ops[i]); });
     ++coverage.unregisters;
     Model next = m;
     apply(next);
@@ -333,7 +333,7 @@ struct Hash : Command {
   void run(const Model &m, Sut &sut) const override {
     model::FtraceOps &ops = *sut.ops[i];
     const std::string pattern = kind == Remove ? "!" + fn : fn;
-    sut.patch([&](Kernel &k) {
+    sut.patch([&](kernel::Kernel &k) {
       if (notrace)
         k.core().setNotrace(ops, pattern, kind == Set);
       else
@@ -356,7 +356,8 @@ struct Tracer : Command {
   void apply(Model &m) const override { m.tracer = !m.tracer; }
   void run(const Model &m, Sut &sut) const override {
     const bool on = !m.tracer;
-    sut.patch([&](Kernel &k) { k.tracefs().write("current_tracer", on ? "function" : "nop"); });
+    sut.patch(
+        [&](kernel::Kernel &k) { k.tracefs().write("current_tracer", on ? "function" : "nop"); });
     ++coverage.tracers;
     Model next = m;
     apply(next);

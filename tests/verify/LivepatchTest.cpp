@@ -5,7 +5,7 @@
 // over the site. And SCENARIOS.md int3-skips-call: the pre-2019 int3 handler skips a call that is
 // being changed, so the old body runs although the livepatch is active.
 
-#include "KernelFixture.h"
+#include "../kernel/KernelFixture.h"
 
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/RandomScheduler.h"
@@ -15,7 +15,7 @@
 namespace ftsim::verify {
 namespace {
 
-using testing::bootKernel;
+using kernel::testing::bootKernel;
 
 struct TaskCounts {
   unsigned v1 = 0, v2 = 0;
@@ -26,8 +26,9 @@ TaskCounts countsOf(std::uint64_t result) {
           (result >> 16 & 1) != 0};
 }
 
-KernelConfig instructionGranular(unsigned cpus, bool trampolines, std::string protocol = "int3") {
-  KernelConfig config;
+kernel::KernelConfig instructionGranular(unsigned cpus, bool trampolines,
+                                         std::string protocol = "int3") {
+  kernel::KernelConfig config;
   config.machine.cpus = cpus;
   config.opsTrampolines = trampolines;
   config.protocol = std::move(protocol);
@@ -57,7 +58,7 @@ struct LivepatchRun {
 LivepatchRun livepatch(Method method, std::uint64_t seed) {
   auto kernel =
       bootKernel("x86_64-fentry", instructionGranular(3, method == Method::IpModifyTrampoline));
-  Kernel &k = *kernel;
+  kernel::Kernel &k = *kernel;
   const arch::ImageSymbol *old = k.image().findSymbol("posix_cpu_timer_set");
   const std::uint64_t v2 = k.symbolAddress("posix_cpu_timer_set_v2");
   model::FtraceOps klp = livepatchOps(v2);
@@ -66,7 +67,7 @@ LivepatchRun livepatch(Method method, std::uint64_t seed) {
   const int t1 = k.addWorkload("timers", 1, seed);
   const int t2 = k.addWorkload("timers", 2, seed + 1);
   LivepatchRun run;
-  k.patcher([&](Kernel &kk) {
+  k.patcher([&](kernel::Kernel &kk) {
     kk.machine().synchronizeRcuTasks(); // the tasks call the old version for a while
     run.begin = kk.now();
     if (method == Method::Jump) {
@@ -147,7 +148,7 @@ TEST(Livepatch, AnotherSolutionJmpOverTheSite) { checkLivepatch(Method::Jump); }
 // jumped over the site as if it were a nop, and the old, unpatched body ran.
 TaskCounts int3DuringCallToCall(const std::string &protocol, bool &hitInt3) {
   auto kernel = bootKernel("x86_64-fentry", instructionGranular(2, true, protocol));
-  Kernel &k = *kernel;
+  kernel::Kernel &k = *kernel;
   const std::uint64_t site = k.symbolAddress("posix_cpu_timer_set");
   model::FtraceOps klp = livepatchOps(k.symbolAddress("posix_cpu_timer_set_v2"));
   k.core().setFilter(klp, "posix_cpu_timer_set", true);
@@ -157,7 +158,7 @@ TaskCounts int3DuringCallToCall(const std::string &protocol, bool &hitInt3) {
       "counter", [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {});
   k.core().setFilter(counter, "posix_cpu_timer_set", true);
   const int task = k.addWorkload("timers", 1, 5);
-  k.patcher([&](Kernel &kk) { kk.core().registerFunction(counter); });
+  k.patcher([&](kernel::Kernel &kk) { kk.core().registerFunction(counter); });
 
   // The patcher (and its IPIs) first, except between the int3 landing on the site and CPU 1
   // hitting it, when CPU 1 runs.

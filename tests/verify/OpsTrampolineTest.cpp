@@ -4,7 +4,7 @@
 // function tracer, records moving between trampoline, list function and nop, and the
 // trampoline-lifetime scenarios explored over schedules (tramp-free-preempted, ops-uaf-no-sync).
 
-#include "KernelFixture.h"
+#include "../kernel/KernelFixture.h"
 
 #include "ftsim/model/RecordFlags.h"
 #include "ftsim/sim/RandomScheduler.h"
@@ -18,12 +18,12 @@
 namespace ftsim::verify {
 namespace {
 
-using testing::bootKernel;
-using testing::fastConfig;
-using testing::guestImagePath;
+using kernel::testing::bootKernel;
+using kernel::testing::fastConfig;
+using kernel::testing::guestImagePath;
 
-KernelConfig trampolineConfig(unsigned cpus) {
-  KernelConfig config = fastConfig(cpus);
+kernel::KernelConfig trampolineConfig(unsigned cpus) {
+  kernel::KernelConfig config = fastConfig(cpus);
   config.opsTrampolines = true;
   return config;
 }
@@ -34,7 +34,7 @@ KernelConfig trampolineConfig(unsigned cpus) {
 TEST(OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
   FTSIM_REQUIRE_IMAGE("x86_64-fentry");
   auto kernel = bootKernel("x86_64-fentry", trampolineConfig(3));
-  Kernel &k = *kernel;
+  kernel::Kernel &k = *kernel;
   const std::uint64_t scheduleIp = k.symbolAddress("schedule");
   const arch::TrampolineCode &code = k.trampolines();
 
@@ -105,10 +105,10 @@ TEST(OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
   // schedule's, which go through ftrace_regs_caller and the list function.
   const auto sites = k.siteExecutions();
   std::size_t scheduleCalls = 0;
-  for (const SiteExecution &s : sites)
+  for (const kernel::SiteExecution &s : sites)
     scheduleCalls += s.ip == scheduleIp;
   std::size_t viaTrampoline = 0, viaList = 0;
-  for (const CallbackEvent &c : k.callbacks()) {
+  for (const kernel::CallbackEvent &c : k.callbacks()) {
     if (c.ip == scheduleIp) {
       EXPECT_EQ(c.function, "ftrace_ops_list_func");
       EXPECT_TRUE(c.fullRegs);
@@ -145,7 +145,7 @@ TEST(OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
 TEST(OpsTrampoline, RecordsMoveBetweenTrampolineListAndNop) {
   FTSIM_REQUIRE_IMAGE("x86_64-fentry");
   auto kernel = bootKernel("x86_64-fentry", trampolineConfig(3));
-  Kernel &k = *kernel;
+  kernel::Kernel &k = *kernel;
   const std::uint64_t scheduleIp = k.symbolAddress("schedule");
   model::FtraceOps probe(
       "probe", [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {},
@@ -154,7 +154,7 @@ TEST(OpsTrampoline, RecordsMoveBetweenTrampolineListAndNop) {
   for (unsigned cpu = 1; cpu <= 2; ++cpu)
     k.addWorkload("mixed", cpu, cpu);
   std::vector<std::pair<std::string, std::uint64_t>> targets; // (step, schedule's target)
-  auto target = [&](Kernel &kk) {
+  auto target = [&](kernel::Kernel &kk) {
     arch::Bytes site(5);
     kk.machine().readText(scheduleIp, site);
     if (site == kk.image().arch->nop())
@@ -163,7 +163,7 @@ TEST(OpsTrampoline, RecordsMoveBetweenTrampolineListAndNop) {
     return kk.symbolName(t, false);
   };
   std::vector<std::string> seen;
-  k.patcher([&](Kernel &kk) {
+  k.patcher([&](kernel::Kernel &kk) {
     kk.tracefs().write("current_tracer", "function");
     seen.push_back(target(kk));
     kk.core().registerFunction(probe);

@@ -4,7 +4,7 @@
 // trampoline-lifetime scenarios explored over schedules (tramp-free-preempted, ops-uaf-no-sync),
 // and every ppc32 mutant killed by some checker while the correct protocols survive.
 
-#include "KernelFixture.h"
+#include "../kernel/KernelFixture.h"
 
 #include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/sim/RandomScheduler.h"
@@ -17,20 +17,20 @@
 namespace ftsim::verify {
 namespace {
 
-using testing::bootKernel;
-using testing::fastConfigFor;
-using testing::guestImagePath;
-using testing::siteOf;
+using kernel::testing::bootKernel;
+using kernel::testing::fastConfigFor;
+using kernel::testing::guestImagePath;
+using kernel::testing::siteOf;
 
 // The seed commit on ppc32: the function tracer on everything and a probe-like SAVE_REGS ops on
 // schedule; only schedule's site calls ftrace_regs_caller (and the list function), every other
 // site `bl`s the function tracer's own trampoline, every call is traced once.
 TEST(Ppc32OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
   FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  KernelConfig config = fastConfigFor("ppc32-mcount", 3);
+  kernel::KernelConfig config = fastConfigFor("ppc32-mcount", 3);
   config.opsTrampolines = true;
   auto kernel = bootKernel("ppc32-mcount", config);
-  Kernel &k = *kernel;
+  kernel::Kernel &k = *kernel;
   const arch::Arch &isa = *k.image().arch;
   const std::uint64_t scheduleIp = siteOf(k, "schedule");
   std::size_t probeHits = 0;
@@ -56,12 +56,12 @@ TEST(Ppc32OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
   // within `bl` reach below the fixed trampolines.
   const model::FtraceOps &tracer = *k.core().opsList().back();
   ASSERT_NE(tracer.trampoline, 0u);
-  const OpsTrampoline *found = nullptr;
-  for (const OpsTrampoline &t : k.opsTrampolines())
+  const kernel::OpsTrampoline *found = nullptr;
+  for (const kernel::OpsTrampoline &t : k.opsTrampolines())
     if (t.addr == tracer.trampoline)
       found = &t;
   ASSERT_NE(found, nullptr);
-  const OpsTrampoline &tramp = *found;
+  const kernel::OpsTrampoline &tramp = *found;
   EXPECT_LT(tramp.addr, k.trampolines().base);
   EXPECT_TRUE(isa.call(scheduleIp, tramp.addr).ok);
   std::size_t viaTrampoline = 0, viaList = 0;
@@ -75,7 +75,7 @@ TEST(Ppc32OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
     else
       EXPECT_EQ(*target, tramp.addr) << k.core().recordName(rec);
   });
-  for (const CallbackEvent &c : k.callbacks()) {
+  for (const kernel::CallbackEvent &c : k.callbacks()) {
     if (c.ip == scheduleIp) {
       EXPECT_EQ(c.function, "ftrace_ops_list_func");
       ++viaList;
@@ -99,11 +99,11 @@ TEST(Ppc32Module, ModuleSitesReachFtraceCallerThroughTheModuleTrampolines) {
   FTSIM_REQUIRE_IMAGE("ppc32-mcount");
   const std::string module = std::string(FTSIM_GUEST_DIR) + "/ppc32-module/module.elf";
   auto boot = [&](unsigned cpus) {
-    KernelConfig config = fastConfigFor("ppc32-mcount", cpus);
+    kernel::KernelConfig config = fastConfigFor("ppc32-mcount", cpus);
     config.modules = {module};
     return bootKernel("ppc32-mcount", config);
   };
-  auto run = [](Kernel &k, std::uint64_t schedulerSeed) {
+  auto run = [](kernel::Kernel &k, std::uint64_t schedulerSeed) {
     sim::RandomScheduler random(schedulerSeed);
     EXPECT_EQ(k.run(random).status, sim::RunResult::Status::Completed);
     EXPECT_TRUE(k.machine().findings().empty())
@@ -136,7 +136,7 @@ TEST(Ppc32Module, ModuleSitesReachFtraceCallerThroughTheModuleTrampolines) {
     run(*k, 2);
     EXPECT_EQ(k->machine().task(0).result, reference[0]);
     std::size_t calls = 0;
-    for (const CallbackEvent &c : k->callbacks())
+    for (const kernel::CallbackEvent &c : k->callbacks())
       calls += c.ip == site;
     EXPECT_EQ(calls, 6u); // mod_compute calls mod_scale six times
     EXPECT_NE(k->tracefs().read("trace").find("mod_scale <-mod_compute"), std::string::npos);
@@ -146,7 +146,7 @@ TEST(Ppc32Module, ModuleSitesReachFtraceCallerThroughTheModuleTrampolines) {
     k->watchPatchSites();
     for (unsigned cpu = 1; cpu <= 3; ++cpu)
       k->machine().addTask({"mod", cpu, k->symbolAddress("mod_compute"), 7 + cpu});
-    k->patcher([](Kernel &kk) {
+    k->patcher([](kernel::Kernel &kk) {
       kk.tracefs().write("current_tracer", "function");
       kk.tracefs().write("current_tracer", "function_graph");
       kk.tracefs().write("current_tracer", "nop");
@@ -171,12 +171,12 @@ TEST_P(Ppc32Livepatch, NewVersionEverywhereOnceInAndTheOldBodyFinishes) {
   bool sawInside = false;
   unsigned newCalls = 0;
   for (std::uint64_t seed = 1; seed <= 6 && !sawInside; ++seed) {
-    KernelConfig config;
+    kernel::KernelConfig config;
     config.machine.cpus = 3;
     config.protocol = "word";
     config.opsTrampolines = GetParam();
     auto kernel = bootKernel("ppc32-mcount", config);
-    Kernel &k = *kernel;
+    kernel::Kernel &k = *kernel;
     const arch::ImageSymbol *old = k.image().findSymbol("posix_cpu_timer_set");
     ASSERT_NE(old, nullptr);
     const std::uint64_t site = siteOf(k, "posix_cpu_timer_set");
@@ -194,7 +194,7 @@ TEST_P(Ppc32Livepatch, NewVersionEverywhereOnceInAndTheOldBodyFinishes) {
     const int t1 = k.addWorkload("timers", 1, seed);
     const int t2 = k.addWorkload("timers", 2, seed + 1);
     std::uint64_t begin = 0, end = 0;
-    k.patcher([&](Kernel &kk) {
+    k.patcher([&](kernel::Kernel &kk) {
       kk.machine().synchronizeRcuTasks(); // the tasks call the old version for a while
       begin = kk.now();
       kk.core().registerFunction(klp);

@@ -4,9 +4,9 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 #include "ftsim/verify/Check.h"
-#include "ftsim/verify/Kernel.h"
 #include "ftsim/verify/KernelHarness.h"
 
 #include <fmt/format.h>
@@ -86,17 +86,17 @@ Scenario shrink(Scenario s, const std::string &imagePath, const std::string &ora
 
 std::vector<std::string> calledFunctions(const std::string &imagePath,
                                          const std::vector<std::string> &workloads) {
-  KernelConfig config;
+  kernel::KernelConfig config;
   config.machine.cpus = static_cast<unsigned>(workloads.size() + 1);
   config.machine.quantum = 64;
-  Kernel k(arch::loadImage(imagePath), config);
+  kernel::Kernel k(arch::loadImage(imagePath), config);
   k.watchPatchSites();
   for (std::size_t i = 0; i < workloads.size(); ++i)
     k.addWorkload(workloads[i], static_cast<unsigned>(i + 1), 5 + i);
   sim::RoundRobinScheduler rr;
   k.run(rr, 2000000);
   std::set<std::string> names;
-  for (const SiteExecution &se : k.siteExecutions())
+  for (const kernel::SiteExecution &se : k.siteExecutions())
     names.insert(k.symbolName(se.ip, false));
   return {names.begin(), names.end()};
 }

@@ -6,13 +6,15 @@
 #include "ftsim/arch/Image.h"
 #include "ftsim/model/FtraceOps.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-#include "ftsim/verify/Kernel.h"
+#include "ftsim/kernel/Kernel.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 namespace ftsim::verify {
+
+using namespace ftsim::kernel;
 namespace {
 
 std::vector<std::string> splitGlobs(const std::string &filter) {

@@ -5,7 +5,7 @@
 
 #include "ftsim/model/FtraceOps.h"
 #include "ftsim/model/RecordFlags.h"
-#include "ftsim/verify/Kernel.h"
+#include "ftsim/kernel/Kernel.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +13,8 @@
 #include <map>
 
 namespace ftsim::verify {
+
+using namespace ftsim::kernel;
 
 // The reference model of the records and the sites (ScenarioKernel.h, engine-invariant).
 std::optional<std::string> checkEngineState(Kernel &k, bool opsTrampolines) {

@@ -6,12 +6,14 @@
 #include "ftsim/arch/Image.h"
 #include "ftsim/model/FtraceOps.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-#include "ftsim/verify/Kernel.h"
+#include "ftsim/kernel/Kernel.h"
 #include "ftsim/verify/KernelHarness.h"
 
 #include <fmt/format.h>
 
 namespace ftsim::verify {
+
+using namespace ftsim::kernel;
 namespace {
 
 constexpr const char *kTracedFunction = "posix_cpu_timer_set";

@@ -69,6 +69,10 @@ public:
 
   // ftrace_update_ftrace_func(): retarget the call at ftrace_call (and ftrace_regs_call).
   virtual PatchOutcome updateFtraceFunc(const TraceFunction &function) = 0;
+  // ftrace_modify_code() of one instruction outside the records, made live at once (the
+  // ftrace_graph_call jump: ftrace_mod_jmp() with text_poke_bp() on x86). The core read `old`.
+  virtual PatchOutcome modifyCode(std::uint64_t ip, const arch::Bytes &old,
+                                  const arch::Bytes &replacement) = 0;
 };
 
 // Read `old.size()` bytes at `ip`, compare with `old`, write `replacement` through the port
@@ -96,6 +100,15 @@ public:
   PatchOutcome modifyCall(const DynFtrace &rec, std::uint64_t oldAddr, std::uint64_t addr) override;
   void finishBatch() override;
   PatchOutcome updateFtraceFunc(const TraceFunction &function) override;
+  PatchOutcome modifyCode(std::uint64_t ip, const arch::Bytes &old,
+                          const arch::Bytes &replacement) override {
+    const PatchOutcome outcome = modifyCodeDirect(port_, ip, old, replacement);
+    if (outcome.ok()) {
+      ++writes_;
+      port_.syncCores();
+    }
+    return outcome;
+  }
 
   const TraceFunction &currentFunction() const { return current_; }
   std::size_t writes() const { return writes_; }

@@ -46,6 +46,14 @@ struct TrampolineAddresses {
   std::uint64_t ftraceRegsCaller = 0; // FTRACE_REGS_ADDR; == ftraceCaller without WITH_REGS
 };
 
+// ftrace_graph_call: the jump in ftrace_caller that ftrace_enable_ftrace_graph_caller() points at
+// ftrace_graph_caller and ftrace_disable_ftrace_graph_caller() points back. site 0: none.
+struct GraphCallSite {
+  std::uint64_t site = 0;
+  std::uint64_t caller = 0; // ftrace_graph_caller
+  arch::Bytes off;          // what the site holds while function_graph is off (as generated)
+};
+
 struct FtraceConfig {
   ArchPatcher *patcher = nullptr;
   arch::MachinePort *port = nullptr;
@@ -59,6 +67,7 @@ struct FtraceConfig {
   OpsTrampolineArch *trampolines = nullptr;
   // When ftrace_shutdown() frees a DYNAMIC ops' trampoline (and lets its owner free the ops).
   TrampolineFreePolicy freePolicy;
+  GraphCallSite graphCall;
 };
 
 struct BootOptions {
@@ -138,8 +147,6 @@ public:
   // ftrace_set_filter / ftrace_set_notrace: one pattern (may carry ":mod:<name>").
   void setFilter(FtraceOps &ops, std::string_view pattern, bool reset);
   void setNotrace(FtraceOps &ops, std::string_view pattern, bool reset);
-  // ftrace_set_filter_ips
-  void setFilterIps(FtraceOps &ops, std::span<const std::uint64_t> ips, bool remove, bool reset);
   // ftrace_hash_move_and_update_ops(): install a new filter (filter == true) or notrace hash,
   // re-count the records and patch the code if the ops is live.
   void replaceHash(FtraceOps &ops, bool filter, FtraceHash hash);
@@ -159,6 +166,10 @@ public:
   std::uint64_t addrCurr(const DynFtrace &rec);
   // The bytes a record's site holds now, according to its flags.
   arch::Bytes expectedSiteBytes(const DynFtrace &rec);
+  // ftrace_enable_ftrace_graph_caller / ftrace_disable_ftrace_graph_caller: point the
+  // ftrace_graph_call jump (config().graphCall) at ftrace_graph_caller or back, through the arch
+  // patcher. Nothing to do without a graph call site or when it already holds the wanted jump.
+  void setGraphCaller(bool enable);
 
   // --- The function called from ftrace_call -------------------------------------------------
   const TraceFunction &traceFunction() const { return traceFunction_; } // ftrace_trace_function
@@ -217,7 +228,6 @@ private:
   bool testRecOpsNeedsRegs(const DynFtrace &rec) const;
   int hashUpdateIpModify(FtraceOps &ops, const std::optional<FtraceHash> &oldHash,
                          const std::optional<FtraceHash> &newHash);
-  FtraceOps *findTrampOpsAny(const DynFtrace &rec) const;
   FtraceOps *findTrampOpsAnyOther(const DynFtrace &rec, const FtraceOps *exclude) const;
   FtraceOps *findTrampOpsCurr(const DynFtrace &rec) const;
   FtraceOps *findTrampOpsNew(const DynFtrace &rec) const;

@@ -27,6 +27,8 @@ public:
   PatchOutcome modifyCall(const DynFtrace &rec, std::uint64_t oldAddr, std::uint64_t addr) override;
   void finishBatch() override;
   PatchOutcome updateFtraceFunc(const TraceFunction &function) override;
+  PatchOutcome modifyCode(std::uint64_t ip, const arch::Bytes &old,
+                          const arch::Bytes &replacement) override;
 
 private:
   PatchOutcome queue(std::uint64_t ip, arch::Bytes old, arch::Bytes replacement);

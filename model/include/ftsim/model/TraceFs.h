@@ -2,7 +2,7 @@
 // A simulated tracefs (/sys/kernel/tracing) over one FtraceCore: the files a user writes to choose
 // a tracer and its filters, and reads to see the trace. Writes that change what is traced
 // register, unregister or re-filter ftrace_ops, so they patch text through the core: call them
-// from the machine's patcher to make every store a scheduled event (verify/Kernel does).
+// from the machine's patcher to make every store a scheduled event (kernel::Kernel does).
 //
 // Files: current_tracer, available_tracers, tracing_on, trace, buffer_size_kb,
 // set_ftrace_filter, set_ftrace_notrace, set_graph_function, set_graph_notrace,
@@ -33,9 +33,6 @@ struct TraceEnvironment {
   // The current task's stack when a traced function at `ip` is entered (the callback's pt_regs
   // stack pointer is the traced function's).
   std::function<StackSample(std::uint64_t ip)> sampleStack;
-  // ftrace_enable_ftrace_graph_caller / ftrace_disable_ftrace_graph_caller: patch the
-  // ftrace_graph_call jump.
-  std::function<void(bool enable)> setGraphCaller;
   // %ps / %pS
   SymbolName symbol;
 };
@@ -63,15 +60,7 @@ public:
   static constexpr unsigned GraphUserProfiler = 2;
 
   // --- State, for tests and the integration ------------------------------------------------------
-  const std::string &currentTracer() const { return currentTracer_; }
   RingBuffer &buffer() { return buffer_; }
-  const RingBuffer &buffer() const { return buffer_; }
-  TraceArray &traceArray() { return global_; }
-  FtraceOps &graphOps() { return graphOps_; }
-  FtraceOps &stackOps() { return stack_.ops(); }
-  const FunctionProfiler &profiler() const { return profiler_; }
-  const StackTracer &stackTracer() const { return stackTracer_; }
-  bool graphCallerEnabled() const { return graphCallerEnabled_; }
 
 private:
   [[noreturn]] void invalid(std::string_view file, std::string_view value,

@@ -5,7 +5,7 @@
 // trace_stat/function<cpu>) and the stack tracer (kernel/trace/trace_stack.c). Formats are those
 // of Linux 6.6; each formatting function cites the kernel function it transcribes.
 //
-// The tracers never see the machine: the integration (verify/Kernel) tells them who is running
+// The tracers never see the machine: the integration (kernel/Kernel) tells them who is running
 // (TraceContext), what time it is, and what the guest stack holds (StackSample).
 
 #include "ftsim/model/FtraceCore.h"

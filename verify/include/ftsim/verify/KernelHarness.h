@@ -35,10 +35,15 @@
 namespace ftsim::model {
 class FtraceOps;
 }
+namespace ftsim::kernel {
+}
+
+namespace ftsim::kernel {
+class Kernel;
+}
 
 namespace ftsim::verify {
 
-class Kernel;
 
 class KernelHarness final : public Harness {
 public:
@@ -64,7 +69,7 @@ public:
   std::string describeSetup() const override;
 
   // The kernel of the last execution.
-  const Kernel &kernel() const { return *kernel_; }
+  const ::ftsim::kernel::Kernel &kernel() const { return *kernel_; }
   // Engine operations of the last execution that failed (errno), one line each.
   const std::vector<std::string> &notes() const { return notes_; }
 
@@ -101,12 +106,12 @@ public:
 
 private:
   void boot();
-  void runOperations(Kernel &k);
+  void runOperations(::ftsim::kernel::Kernel &k);
 
   Scenario scenario_;
   std::string imagePath_;
   std::vector<std::uint64_t> reference_;
-  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
   std::vector<OpsSlot> slots_;
   std::vector<EngineState> states_;
   std::vector<OpInterval> intervals_;
@@ -118,10 +123,10 @@ private:
 
 // The reference model of the records and the sites (engine-invariant above): the first
 // disagreement, one line, or nothing.
-std::optional<std::string> checkEngineState(Kernel &kernel, bool opsTrampolines);
+std::optional<std::string> checkEngineState(::ftsim::kernel::Kernel &kernel, bool opsTrampolines);
 
 // trampoline-lifetime for ops: the list function walked an ops its owner had already freed
 // (Kernel::opsUseAfterFree) — in the kernel `kernel()` returns for the execution checked.
-std::shared_ptr<const Oracle> makeOpsUseAfterFreeOracle(std::function<const Kernel &()> kernel);
+std::shared_ptr<const Oracle> makeOpsUseAfterFreeOracle(std::function<const ::ftsim::kernel::Kernel &()> kernel);
 
 } // namespace ftsim::verify

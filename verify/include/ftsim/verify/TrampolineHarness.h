@@ -29,10 +29,15 @@
 namespace ftsim::model {
 class FtraceOps;
 }
+namespace ftsim::kernel {
+}
+
+namespace ftsim::kernel {
+class Kernel;
+}
 
 namespace ftsim::verify {
 
-class Kernel;
 
 class TrampolineHarness final : public Harness {
 public:
@@ -67,7 +72,7 @@ private:
   Scenario scenario_;
   std::string imagePath_;
   std::vector<std::uint64_t> reference_;
-  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
   std::vector<std::unique_ptr<model::FtraceOps>> ops_;
   std::uint64_t site_ = 0; // the traced function's patch site
   std::map<std::uint64_t, std::string> annotations_;

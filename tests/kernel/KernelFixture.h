@@ -1,7 +1,7 @@
 #pragma once
 // Shared helpers for the simulated-kernel tests: the built guest images and workload runs.
 
-#include "ftsim/verify/Kernel.h"
+#include "ftsim/kernel/Kernel.h"
 
 #include "ftsim/arch/Image.h"
 
@@ -12,14 +12,14 @@
 #include <memory>
 #include <string>
 
-namespace ftsim::verify::testing {
+namespace ftsim::kernel::testing {
 
 inline std::string guestImagePath(const std::string &flavour) {
   return std::string(FTSIM_GUEST_DIR) + "/" + flavour + "/kernel.elf";
 }
 
 #define FTSIM_REQUIRE_IMAGE(flavour)                                                               \
-  if (!std::filesystem::exists(::ftsim::verify::testing::guestImagePath(flavour)))                 \
+  if (!std::filesystem::exists(::ftsim::kernel::testing::guestImagePath(flavour)))                 \
   GTEST_SKIP() << flavour << " is not built (build target ftsim-guests)"
 
 inline std::unique_ptr<Kernel> bootKernel(const std::string &flavour, KernelConfig config = {}) {
@@ -69,4 +69,4 @@ inline std::string flavourName(const ::testing::TestParamInfo<const char *> &inf
 // The images the engine-level tests run on: x86-64 and the executable powerpc guest.
 #define FTSIM_KERNEL_IMAGES ::testing::Values("x86_64-fentry", "ppc32-mcount")
 
-} // namespace ftsim::verify::testing
+} // namespace ftsim::kernel::testing

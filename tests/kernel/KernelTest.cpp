@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ftsim::verify {
+namespace ftsim::kernel {
 namespace {
 
 using testing::bootKernel;
@@ -135,9 +135,9 @@ TEST(Kernel, BootsPpc32BothLayouts) {
 }
 
 } // namespace
-} // namespace ftsim::verify
+} // namespace ftsim::kernel
 
-namespace ftsim::verify {
+namespace ftsim::kernel {
 namespace {
 
 // The seed's breakpoint walk-through on the machine: while the patcher enables `schedule` with the
@@ -189,4 +189,4 @@ TEST(KernelWalkThrough, CpuOneSeesTheSlidesByteStatesWhileScheduleIsEnabled) {
 }
 
 } // namespace
-} // namespace ftsim::verify
+} // namespace ftsim::kernel

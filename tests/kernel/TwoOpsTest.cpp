@@ -14,7 +14,7 @@
 #include <map>
 #include <tuple>
 
-namespace ftsim::verify {
+namespace ftsim::kernel {
 namespace {
 
 using testing::bootKernel;
@@ -214,4 +214,4 @@ INSTANTIATE_TEST_SUITE_P(Ppc32RandomSchedules, TwoOps,
                          twoOpsName);
 
 } // namespace
-} // namespace ftsim::verify
+} // namespace ftsim::kernel

@@ -13,7 +13,7 @@
 #include <regex>
 #include <sstream>
 
-namespace ftsim::verify {
+namespace ftsim::kernel {
 namespace {
 
 using testing::bootKernel;
@@ -277,4 +277,4 @@ TEST_P(Ftracetest, FuncFilterGlob) {
 INSTANTIATE_TEST_SUITE_P(Images, Ftracetest, FTSIM_KERNEL_IMAGES, testing::flavourName);
 
 } // namespace
-} // namespace ftsim::verify
+} // namespace ftsim::kernel

@@ -1,11 +1,14 @@
 #pragma once
-// The simulated kernel: a built guest image booted on a sim::Machine with ftrace's engine running
-// on it. Boot loads the segments, maps the generated trampolines (arch::FtraceTrampolines), runs
-// FtraceCore::boot (every site read, verified and turned into a nop; "ftrace: allocating N entries
-// in M pages") and wires a ProtocolPatcher with the named patch protocol. From then on, engine
-// operations (tracefs writes: tracers, filters, probes) run as the machine's patcher — every
-// store, sync and publication is a scheduled event — while guest tasks run workloads on the other
-// CPUs and reach the engine's callbacks through the trampolines' hypercall stubs.
+// ftsim::kernel, the system under test. The simulated kernel: a built guest image booted on a
+// sim::Machine with ftrace's engine running on it. Boot loads the segments, maps the generated
+// trampolines (arch::FtraceTrampolines), runs FtraceCore::boot (every site read, verified and
+// turned into a nop; "ftrace: allocating N entries in M pages") and wires the arch patcher over the
+// named patch protocol. From then on, engine operations (tracefs writes: tracers, filters, probes)
+// run as the machine's patcher — every store, sync and publication is a scheduled event — while
+// guest tasks run workloads on the other CPUs and reach the engine's callbacks through the
+// trampolines' hypercall stubs. The core owns what it patches: ftrace_call's target for each
+// trace function comes from its model::TraceFunctionStubs, and ftrace_graph_call is patched by
+// FtraceCore::setGraphCaller through the arch patcher.
 //
 // What it exposes for verification: the sites and trampoline instructions that get patched (to
 // watch them for torn fetches), every callback invocation (ip, parent, cpu, task, event), the
@@ -18,6 +21,7 @@
 #include "ftsim/model/ArchPatcher.h"
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/TraceFs.h"
+#include "ftsim/model/TraceFunctionStubs.h"
 #include "ftsim/sim/Machine.h"
 
 #include <cstdint>
@@ -28,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ftsim::verify {
+namespace ftsim::kernel {
 
 struct KernelConfig {
   sim::MachineConfig machine = defaultMachine();
@@ -168,18 +172,29 @@ private:
     int depth;
   };
 
-  std::uint64_t functionAddress(const model::TraceFunction &function);
+  // Boot, in order (KernelBoot.cpp).
+  void placeModuleArea(std::uint64_t trampolineBase);
+  void loadModules();
+  void mapTrampolines(std::uint64_t base);
+  void makePatcher();
+  void writeModuleStubs();
+  void makeCore();
+  void bootFtrace();
+  // The C functions the trampolines call and what the tracers ask of the machine (Callbacks.cpp).
+  void bindHypercalls();
+  void makeTraceFs();
   void traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function,
                      const std::vector<model::FtraceOps *> *list = nullptr);
   void listWalk(arch::GuestContext &cpu);
+  void prepareReturn(arch::GuestContext &cpu);
+  void returnToHandler(arch::GuestContext &cpu);
+  model::StackSample sampleStack(std::uint64_t ip);
+  std::int64_t taskKey(const arch::GuestContext &cpu) const;
+  // Per-ops trampolines (OpsTrampolines.cpp).
+  void enableOpsTrampolines(model::FtraceConfig &ftrace);
   void updateOpsTrampoline(model::FtraceOps &ops);
   void opsTrampolineCallback(arch::GuestContext &cpu, model::FtraceOps &ops,
                              std::uint64_t trampoline);
-  void prepareReturn(arch::GuestContext &cpu);
-  void returnToHandler(arch::GuestContext &cpu);
-  void setGraphCaller(bool enable);
-  model::StackSample sampleStack(std::uint64_t ip);
-  std::int64_t taskKey(const arch::GuestContext &cpu) const;
 
   struct LoadedModule {
     std::string name;
@@ -200,7 +215,7 @@ private:
   std::unique_ptr<model::FtraceCore> core_;
   std::unique_ptr<model::TraceFs> tracefs_;
   model::BootReport boot_;
-  std::map<std::uint64_t, model::TraceFunction> stubTargets_; // callback stub -> function
+  std::unique_ptr<model::TraceFunctionStubs> stubs_; // what ftrace_call calls for each function
   std::vector<CallbackEvent> callbacks_;
   std::vector<OpsTrampoline> opsTrampolines_;
   struct ListRead {
@@ -211,10 +226,9 @@ private:
   std::map<const model::FtraceOps *, std::uint64_t> freedOps_; // -> event of the free
   std::vector<OpsUseAfterFree> opsUseAfterFree_;
   std::map<std::int64_t, std::vector<ReturnFrame>> retStacks_; // per task: current->ret_stack
-  arch::Bytes graphOff_;  // ftrace_graph_call while function_graph is off (as generated)
   bool watching_ = false; // watchPatchSites() was called: new trampolines extend the legal states
   arch::GuestContext *current_ = nullptr; // the CPU inside a callback
   std::uint64_t currentRegs_ = 0;
 };
 
-} // namespace ftsim::verify
+} // namespace ftsim::kernel

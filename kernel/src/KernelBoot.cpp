@@ -1,0 +1,160 @@
+// Booting the simulated kernel, in the order Linux does it: the image and its modules on the
+// machine, the generated trampolines mapped below kernel text, the arch patcher over the named
+// patch protocol, the ftrace core, and ftrace_init() turning every site into a nop.
+
+#include "ftsim/kernel/Kernel.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/Ppc32Code.h"
+#include "ftsim/model/ImageBoot.h"
+#include "ftsim/model/Ppc32Patcher.h"
+
+namespace ftsim::kernel {
+namespace {
+
+// ppc32: the per-ops trampoline area ends this far below the fixed trampolines.
+constexpr std::uint64_t kNearModuleGap = 0x100000;
+
+} // namespace
+
+void Kernel::placeModuleArea(std::uint64_t trampolineBase) {
+  if (image_.arch->name() == "ppc32" && !config_.machine.moduleBase) {
+    // module_alloc() of arch/powerpc/kernel/module.c (2ec13df16704 "powerpc/modules: Load modules
+    // closer to kernel text", v5.13): first try within 32 MiB below _etext, so that `bl` reaches
+    // without branch trampolines. Per-ops trampolines come from there, below the fixed ones (which
+    // stand in for ftrace_entry.S, part of kernel text). A module image loaded far away (the
+    // ppc32-module at 0xb0000000) still needs its long-branch stubs.
+    config_.machine.moduleBase =
+        trampolineBase - kNearModuleGap - ((config_.machine.moduleSize + 0xfff) & ~0xfffull);
+  }
+}
+
+void Kernel::loadModules() {
+  const arch::Arch &isa = *image_.arch;
+  for (const std::string &path : config_.modules) {
+    if (isa.name() != "ppc32")
+      fatal("{}: guest modules are a ppc32 feature (long-branch stubs)", path);
+    auto mod = std::make_unique<LoadedModule>(LoadedModule{{}, arch::loadImage(path)});
+    if (mod->image.arch != &isa)
+      fatal("module {} is a {} image, not {}", path, mod->image.arch->name(), isa.name());
+    for (const arch::ImageSymbol &s : mod->image.symbols)
+      if (s.name.ends_with("_ftrace_tramp"))
+        mod->name = s.name.substr(0, s.name.size() - std::string_view("_ftrace_tramp").size());
+    if (mod->name.empty())
+      fatal("module {} has no <name>_ftrace_tramp slot for mod->arch.tramp", path);
+    machine_->loadImage(mod->image);
+    mcountLocs_.insert(mcountLocs_.end(), mod->image.mcountLocs.begin(),
+                       mod->image.mcountLocs.end());
+    modules_.push_back(std::move(mod));
+  }
+}
+
+void Kernel::mapTrampolines(std::uint64_t base) {
+  // Site flavour: which profiling hook the compiler called.
+  const arch::ImageSymbol *fentry = image_.findSymbol("__fentry__");
+  flavour_ = fentry && fentry->addr == image_.mcountAddr ? arch::SiteFlavour::Fentry
+                                                         : arch::SiteFlavour::Mcount;
+  arch::TrampolineRequest request;
+  request.base = base;
+  request.flavour = flavour_;
+  request.splitListFunction = config_.splitListFunction;
+  trampolines_ = arch::makeFtraceTrampolines(*image_.arch, request);
+  const arch::TrampolineCode &code = trampolines_->code();
+  machine_->mapText(code.base, code.bytes);
+  stubs_ = std::make_unique<model::TraceFunctionStubs>(
+      model::TraceFunctionAddresses{code.ftraceStub, code.listFuncStub, code.callbackStubs});
+}
+
+void Kernel::makePatcher() {
+  const arch::Arch &isa = *image_.arch;
+  const arch::TrampolineCode &code = trampolines_->code();
+  protocol_ = arch::makePatchProtocol(isa, config_.protocol);
+  // ProtocolPatcher on x86-64; on ppc32 a Ppc32Patcher (ftrace_init_nop for the image's call-site
+  // layout, module long-branch stubs, REL24 range errors). ftrace_call's target for each trace
+  // function comes from the core's table of stubs.
+  patcher_ = model::makeArchPatcher(
+      isa, *machine_, *protocol_, image_, {code.ftraceCaller, code.ftraceRegsCaller},
+      [stubs = stubs_.get()](const model::TraceFunction &function) {
+        return stubs->addressOf(function);
+      },
+      std::vector<std::uint64_t>{code.ftraceCall, code.ftraceRegsCall});
+  writeModuleStubs();
+}
+
+// The module loader's part (module_finalize_ftrace() in arch/powerpc/kernel/module_32.c):
+// mod->arch.tramp / tramp_regs as long-branch stubs to ftrace_caller / ftrace_regs_caller, written
+// before the module's text is live; the records of the module then reach them through
+// rec->arch.mod (Ppc32Patcher).
+void Kernel::writeModuleStubs() {
+  const arch::TrampolineCode &code = trampolines_->code();
+  for (const auto &mod : modules_) {
+    auto *ppc = dynamic_cast<model::Ppc32Patcher *>(patcher_.get());
+    const arch::ImageSymbol *tramp = mod->image.findSymbol(mod->name + "_ftrace_tramp");
+    const arch::ImageSymbol *trampRegs = mod->image.findSymbol(mod->name + "_ftrace_tramp_regs");
+    const arch::ImageSymbol *mcount = mod->image.findSymbol("_mcount");
+    if (!ppc || !tramp)
+      FTSIM_PANIC("module {} without a ppc32 patcher or trampoline slot", mod->name);
+    machine_->pokeText(tramp->addr, arch::ppc32::longBranchStub(code.ftraceCaller).bytes);
+    if (trampRegs)
+      machine_->pokeText(trampRegs->addr, arch::ppc32::longBranchStub(code.ftraceRegsCaller).bytes);
+    ppc->addModule(mod->name,
+                   {tramp->addr, trampRegs ? trampRegs->addr : 0, mcount ? mcount->addr : 0});
+  }
+}
+
+void Kernel::makeCore() {
+  const arch::TrampolineCode &code = trampolines_->code();
+  model::FtraceConfig ftrace;
+  ftrace.patcher = patcher_.get();
+  ftrace.port = machine_.get();
+  ftrace.freePolicy = config_.freePolicy;
+  if (config_.opsTrampolines)
+    enableOpsTrampolines(ftrace);
+  ftrace.addresses = {image_.mcountAddr, code.ftraceCaller, code.ftraceRegsCaller};
+  // ftrace_graph_call as generated is the "graph off" state: `jmp ftrace_stub` on x86-64 (whose
+  // ret returns from ftrace_caller), `b ftrace_graph_stub` on ppc32 (whose bctr goes back into the
+  // traced function: a `b ftrace_stub` there would return to the parent and skip the function).
+  const auto graphAt =
+      code.bytes.begin() + static_cast<std::ptrdiff_t>(code.ftraceGraphCall - code.base);
+  ftrace.graphCall = {code.ftraceGraphCall, code.ftraceGraphCaller,
+                      arch::Bytes(graphAt, graphAt + code.siteSize)};
+  const model::Symbolizer imageSymbols = model::imageSymbolizer(image_);
+  ftrace.symbolizer = [this, imageSymbols](std::uint64_t addr) -> std::optional<model::SymbolInfo> {
+    for (const arch::ImageSymbol &s : trampolines_->code().symbols)
+      if (addr >= s.addr && addr < s.addr + s.size)
+        return model::SymbolInfo{s.name, s.addr, s.size, {}};
+    // ftrace_add_trampoline_to_kallsyms(): "ftrace_trampoline [__builtin__ftrace]"
+    for (const OpsTrampoline &t : opsTrampolines_)
+      if (addr >= t.addr && addr < t.addr + t.size)
+        return model::SymbolInfo{"ftrace_trampoline", t.addr, t.size, "__builtin__ftrace"};
+    if (const LoadedModule *mod = moduleAt(addr)) {
+      std::optional<model::SymbolInfo> s = model::imageSymbolizer(mod->image)(addr);
+      if (s)
+        s->module = mod->name; // "mod_scale [ftsim_mod]"; rec->arch.mod at boot
+      return s;
+    }
+    return imageSymbols(addr);
+  };
+  core_ = std::make_unique<model::FtraceCore>(std::move(ftrace));
+}
+
+// ftrace_init(): before any task runs, so every conversion is a plain read-verify-write.
+void Kernel::bootFtrace() {
+  model::BootOptions bootOptions = model::imageBootOptions(image_);
+  bootOptions.mcountLocs = mcountLocs_;
+  bootOptions.isKernelText = [this](std::uint64_t addr) {
+    const arch::ImageSegment *segment = image_.segmentAt(addr);
+    if (const LoadedModule *mod = moduleAt(addr))
+      segment = mod->image.segmentAt(addr);
+    return segment && segment->executable;
+  };
+  boot_ = core_->boot(bootOptions);
+  if (!boot_.bugs.empty()) {
+    std::string text;
+    for (const auto &bug : boot_.bugs)
+      text += bug.text();
+    fatal("{}: ftrace boot failed:\n{}", image_.name, text);
+  }
+}
+
+} // namespace ftsim::kernel
