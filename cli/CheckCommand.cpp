@@ -122,7 +122,7 @@ void runKernelCheck(const CheckOptions &o, verify::Scenario s, CommandResult &re
   if (!o.store.empty())
     s.store = sim::parseStoreModel(o.store);
   if (!o.fetch.empty())
-    s.fetch = sim::parseFetchModel(o.fetch);
+    s.fetch = &sim::fetchModelByName(o.fetch);
   if (o.explore != "exhaustive") {
     if (o.explore != "random" && o.explore != "pct")
       fatal("--explore '{}' (known: exhaustive, pct, random)", o.explore);
@@ -234,7 +234,8 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--seed", o->seed, "pct/random: seed");
   cmd->add_option("--depth", o->depth, "pct: bug depth d")->check(CLI::Range(1, 20));
   cmd->add_option("--store", o->store, "store model: byte, word, line (default byte; ppc32 word)");
-  cmd->add_option("--fetch", o->fetch, "fetch model: atomic, line, stale (default stale)");
+  cmd->add_option("--fetch", o->fetch,
+                  "fetch model: " + sim::fetchModelNames() + " (default stale)");
   cmd->add_option("--site-offset", o->siteOffset, "site address mod 64")->check(CLI::Range(0, 63));
   cmd->add_option("--sites", o->sites, "sites patched in one batch (1-8)")->check(CLI::Range(1, 8));
   cmd->add_option("--transition", o->transition, "nop-to-call, call-to-nop or call-to-call");
@@ -283,7 +284,7 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
     if (!o->store.empty())
       s.store = sim::parseStoreModel(o->store);
     if (!o->fetch.empty())
-      s.fetch = sim::parseFetchModel(o->fetch);
+      s.fetch = &sim::fetchModelByName(o->fetch);
     if (o->siteOffset >= 0)
       s.siteOffset = static_cast<unsigned>(o->siteOffset);
     verify::Transition t = s.sites.front();

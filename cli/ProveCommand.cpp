@@ -48,7 +48,7 @@ void addProveCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--protocol", o->protocol,
                   "a protocol name (ftsim protocols); default: each architecture's correct one");
   cmd->add_option("--store", o->store, "restrict to one store model: byte, word, line");
-  cmd->add_option("--fetch", o->fetch, "restrict to one fetch model: atomic, line, stale");
+  cmd->add_option("--fetch", o->fetch, "restrict to one fetch model: " + sim::fetchModelNames());
   cmd->add_option("--site-offset", o->offset, "restrict to one site offset (0-63)")
       ->check(CLI::Range(0, 63));
   cmd->add_flag("--encodings", o->encodingsOnly, "only the branch-encoding proofs");
@@ -114,12 +114,12 @@ void addProveCommand(CLI::App &app, CommandResult &result) {
         }
         std::vector<sim::StoreModel> stores{sim::StoreModel::Byte, sim::StoreModel::Word,
                                             sim::StoreModel::Line};
-        std::vector<sim::FetchModel> fetches{sim::FetchModel::Atomic, sim::FetchModel::Line,
-                                             sim::FetchModel::Stale};
+        std::vector<const sim::FetchModel *> fetches(sim::allFetchModels().begin(),
+                                                     sim::allFetchModels().end());
         if (!o->store.empty())
           stores = {sim::parseStoreModel(o->store)};
         if (!o->fetch.empty())
-          fetches = {sim::parseFetchModel(o->fetch)};
+          fetches = {&sim::fetchModelByName(o->fetch)};
         for (auto store : stores)
           for (auto fetch : fetches)
             for (unsigned off = 0; off < 64; off += a->insnAlignment()) {

@@ -1,9 +1,9 @@
 // Engine-level scenarios (code kind "kernel", ScenarioKernel.h) through the library entry that
 // `ftsim check --scenario FILE` uses (loadScenarioFile, validate, KernelScenarioRunner,
-// exploreKernelScenario): the published buggy variants are found by the oracle SCENARIOS.md names,
-// the fixed variants pass their stated runs, and an engine-level counterexample replays byte for
-// byte (and an edited replay file is refused with a one-line error). Also the Chrome trace-event
-// JSON of the replayed execution.
+// exploreKernelScenario): the published buggy variants are found by the oracle that states their
+// bug (the expected oracle of each scenario is listed below), the fixed variants pass their stated
+// runs, and an engine-level counterexample replays byte for byte (and an edited replay file is
+// refused with a one-line error). Also the Chrome trace-event JSON of the replayed execution.
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/Replay.h"

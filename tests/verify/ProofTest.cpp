@@ -25,8 +25,12 @@ TEST(ByteStateProof, TodaysPpc32ProtocolIsSafeEverywhere) {
 TEST(ByteStateProof, DirectStoresTearIntoTheSlidesGpfUnderTheStaleModel) {
   // Two stores (bytes 0-1, 2-4) are what the word model makes of a 5-byte write at offset 6: a
   // CPU that holds stale bytes 0-1 and new bytes 2-4 fetches the slides' 0f 1f 2e 00 00.
-  ByteStateQuery q{
-      "direct", sim::StoreModel::Word, sim::FetchModel::Stale, SiteTransition::NopToCall, 6, 1};
+  ByteStateQuery q{"direct",
+                   sim::StoreModel::Word,
+                   &sim::fetchModelByName("stale"),
+                   SiteTransition::NopToCall,
+                   6,
+                   1};
   const ProofResult r = proveByteStates(arch::archByName("x86_64"), q);
   ASSERT_FALSE(r.holds);
   EXPECT_NE(r.counterexample.find("fetches"), std::string::npos) << r.counterexample;
@@ -38,8 +42,12 @@ TEST(ByteStateProof, DirectStoresTearIntoTheSlidesGpfUnderTheStaleModel) {
 TEST(ByteStateProof, DirectIsSafeOnlyWhenStoreAndFetchAreBothAtomic) {
   // One atomic store inside a line, fetched atomically: plain stores cannot tear. The proof says
   // so, which is why the hazard needs the multi-store or multi-line models.
-  ByteStateQuery q{
-      "direct", sim::StoreModel::Line, sim::FetchModel::Atomic, SiteTransition::NopToCall, 8, 1};
+  ByteStateQuery q{"direct",
+                   sim::StoreModel::Line,
+                   &sim::fetchModelByName("atomic"),
+                   SiteTransition::NopToCall,
+                   8,
+                   1};
   EXPECT_TRUE(proveByteStates(arch::archByName("x86_64"), q).holds);
   q.siteOffset = 62; // straddles two lines: two stores
   EXPECT_FALSE(proveByteStates(arch::archByName("x86_64"), q).holds);

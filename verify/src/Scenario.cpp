@@ -157,7 +157,7 @@ std::string Scenario::describe() const {
                        "fetch {}{}{}",
                        arch, protocol, image.empty() ? "" : " " + image, cpus, wl,
                        engine.ops.size(), engine.steps.size(), sim::storeModelName(store),
-                       sim::fetchModelName(fetch), engine.opsTrampolines ? ", ops trampolines" : "",
+                       fetch->name(), engine.opsTrampolines ? ", ops trampolines" : "",
                        engine.pre59338f754a55 ? ", pre-59338f754a55 update order" : "");
   }
   std::string siteList;
@@ -167,7 +167,7 @@ std::string Scenario::describe() const {
                      protocol, cpus, cpus == 1 ? "" : "s", sites.size(),
                      sites.size() == 1 ? "" : "s", siteList,
                      descending ? ", queued descending" : "", siteOffset,
-                     sim::storeModelName(store), sim::fetchModelName(fetch),
+                     sim::storeModelName(store), fetch->name(),
                      preemption ? fmt::format("preemption ({} tasks per CPU)", tasksPerCpu)
                                 : std::string("no preemption"));
 }
@@ -190,7 +190,7 @@ std::string Scenario::toToml() const {
     out += fmt::format("source = {}\n", tomlString(source));
   out += fmt::format("arch = \"{}\"\nprotocol = \"{}\"\ncpus = {}\n", arch, protocol, cpus);
   out += fmt::format("store = \"{}\"\nfetch = \"{}\"\npreemption = {}\n",
-                     sim::storeModelName(store), sim::fetchModelName(fetch), preemption);
+                     sim::storeModelName(store), fetch->name(), preemption);
   out +=
       fmt::format("\n[code]\nkind = \"{}\"\nsite_offset = {}\ncalls = {}\ntasks_per_cpu = {}\n",
                   code == CodeKind::Snippet ? "snippet" : "kernel", siteOffset, calls, tasksPerCpu);
@@ -462,7 +462,7 @@ Scenario parseScenario(const std::string &text, const std::string &origin) {
   if (auto v = top.string("store"))
     s.store = named(origin, "store", [&] { return sim::parseStoreModel(*v); });
   if (auto v = top.string("fetch"))
-    s.fetch = named(origin, "fetch", [&] { return sim::parseFetchModel(*v); });
+    s.fetch = named(origin, "fetch", [&] { return &sim::fetchModelByName(*v); });
   if (auto v = top.boolean("preemption"))
     s.preemption = *v;
   if (const toml::table *code = top.table("code")) {

@@ -4,6 +4,7 @@
 // model, which is turned back into concrete bytes and decoded with Capstone.
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/sim/FetchModel.h"
 #include "ftsim/sim/Models.h"
 
 #include <string>
@@ -26,7 +27,7 @@ std::string_view transitionName(SiteTransition t);
 struct ByteStateQuery {
   std::string protocol;
   sim::StoreModel store = sim::StoreModel::Byte;
-  sim::FetchModel fetch = sim::FetchModel::Stale;
+  const sim::FetchModel *fetch = &sim::fetchModelByName("stale");
   SiteTransition transition = SiteTransition::NopToCall;
   unsigned siteOffset = 0; // address of the first site mod 64
   unsigned sites = 1;      // sites in one batch (spread over several cache lines)
@@ -34,7 +35,7 @@ struct ByteStateQuery {
 
 // Byte-state safety: at every instant of the protocol, every byte string a CPU can fetch at each
 // site is the old instruction, the new one, or starts with the trap while the protocol's handler
-// is armed for that site.
+// is armed for that site. Every call owns its Z3 context: the answer depends on the query only.
 ProofResult proveByteStates(const arch::Arch &arch, const ByteStateQuery &query);
 
 // Whether `store` describes a real machine for the ISA (powerpc: aligned word stores are atomic).

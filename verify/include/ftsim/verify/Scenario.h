@@ -67,6 +67,7 @@
 //   tracer = "function"                # for op = "tracer": function | nop
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/sim/FetchModel.h"
 #include "ftsim/sim/Models.h"
 
 #include <cstdint>
@@ -135,7 +136,7 @@ struct Scenario {
   std::string protocol = "int3";
   unsigned cpus = 2;
   sim::StoreModel store = sim::StoreModel::Byte;
-  sim::FetchModel fetch = sim::FetchModel::Stale;
+  const sim::FetchModel *fetch = &sim::fetchModelByName("stale");
   bool preemption = false;
   CodeKind code = CodeKind::Snippet;
   unsigned siteOffset = 4;
