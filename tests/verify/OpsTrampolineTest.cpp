@@ -1,27 +1,22 @@
 // Per-ops dynamic trampolines (f3bea491, seed 004) on the running x86-64 guest: the seed commit's
 // point (with the function tracer on everything and a kprobe-like ops on one function, only that
 // function's site goes through the list function), kprobes on ftrace sharing a site with the
-// function tracer, records moving between trampoline, list function and nop, and the
-// trampoline-lifetime scenarios explored over schedules (tramp-free-preempted, ops-uaf-no-sync).
+// function tracer, and records moving between trampoline, list function and nop. The
+// trampoline-lifetime scenarios of every flavour are in TrampolineLifetimeTest.cpp.
 
 #include "KernelFixture.h"
 
 #include "ftsim/model/RecordFlags.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-#include "ftsim/verify/TrampolineScenario.h"
 
 #include <gtest/gtest.h>
-
-#include <iostream>
-#include <map>
 
 namespace ftsim::verify {
 namespace {
 
 using testing::bootKernel;
 using testing::fastConfig;
-using testing::guestImagePath;
 
 KernelConfig trampolineConfig(unsigned cpus) {
   KernelConfig config = fastConfig(cpus);
@@ -179,88 +174,6 @@ TEST(OpsTrampoline, RecordsMoveBetweenTrampolineListAndNop) {
   ASSERT_TRUE(k.machine().findings().empty()) << sim::formatFinding(k.machine().findings().front());
   EXPECT_EQ(seen, (std::vector<std::string>{"ftrace_trampoline", "ftrace_regs_caller",
                                             "ftrace_trampoline", "nop"}));
-}
-
-TrampolineCheckOptions scenario(model::TrampolineFree free, bool preempt) {
-  TrampolineCheckOptions o;
-  o.imagePath = guestImagePath("x86_64-fentry");
-  o.free.free = free;
-  o.preempt = preempt;
-  return o;
-}
-
-// tramp-free-preempted: a task preempted inside the dynamic trampoline resumes in freed memory
-// unless the free waits for an RCU-tasks grace period.
-TEST(TrampFreePreempted, ImmediateFreeIsFound) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  // Not even a preemption is needed: a task still running on the trampoline on another CPU
-  // fetches the poison right after the free.
-  const auto o = scenario(model::TrampolineFree::Immediate, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  ASSERT_TRUE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_NE(r.violation->find("trampoline-lifetime"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.violation->find("ftrace_trampoline"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.timeline.find("freeText"), std::string::npos) << r.timeline;
-  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
-}
-
-TEST(TrampFreePreempted, SchedSyncWithPreemptionIsFound) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  const auto o = scenario(model::TrampolineFree::SchedSync, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  ASSERT_TRUE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_NE(r.violation->find("trampoline-lifetime"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.timeline.find("timer preempts the task at ftrace_trampoline"), std::string::npos)
-      << r.timeline;
-  EXPECT_NE(r.timeline.find("freeText"), std::string::npos) << r.timeline;
-  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
-}
-
-TEST(TrampFreePreempted, RcuTasksVerifiesWithinOnePreemption) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  const auto o = scenario(model::TrampolineFree::RcuTasks, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  EXPECT_FALSE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_TRUE(r.complete);
-  // Every decision of the round-robin schedule where cpu1 could be preempted was tried.
-  EXPECT_GT(r.executions, 100u);
-  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
-}
-
-TEST(TrampFreePreempted, SchedSyncWithoutPreemptionVerifies) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  const auto o = scenario(model::TrampolineFree::SchedSync, false);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  EXPECT_FALSE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_TRUE(r.complete);
-  // Every decision of the round-robin schedule where another event (the patcher or cpu1) could
-  // run instead was tried.
-  EXPECT_GT(r.executions, 50u);
-  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
-}
-
-// ops-uaf-no-sync (0e792b89e680): unregistering the second of two identical dynamic ops changes no
-// code; without the synchronisation its owner frees it under a walking list function.
-TEST(OpsUafNoSync, SkippedSyncIsFoundAndTheFixVerifies) {
-  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
-  auto o = scenario(model::TrampolineFree::RcuTasks, true);
-  o.scenario = TrampolineScenarioKind::OpsUafNoSync;
-  o.free.syncWhenUnchanged = false;
-  const TrampolineCheckResult buggy = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, buggy);
-  ASSERT_TRUE(buggy.violation) << formatTrampolineCheck(o, buggy);
-  EXPECT_NE(buggy.violation->find("ops-use-after-free"), std::string::npos) << *buggy.violation;
-  EXPECT_NE(buggy.violation->find("dynamic_ops1"), std::string::npos) << *buggy.violation;
-
-  o.free.syncWhenUnchanged = true;
-  const TrampolineCheckResult fixed = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, fixed);
-  EXPECT_FALSE(fixed.violation) << formatTrampolineCheck(o, fixed);
-  EXPECT_TRUE(fixed.complete);
 }
 
 } // namespace

@@ -1,15 +1,14 @@
 // Issue 7 on ppc32 and the ppc32 mutation score: per-ops dynamic trampolines on the big-endian
 // powerpc guest (x86's create_trampoline() ported to the ppc32 listing, allocated within `bl`
-// reach of kernel text as powerpc's module_alloc() first tries, 2ec13df16704), the
-// trampoline-lifetime scenarios explored over schedules (tramp-free-preempted, ops-uaf-no-sync),
-// and every ppc32 mutant killed by some checker while the correct protocols survive.
+// reach of kernel text as powerpc's module_alloc() first tries, 2ec13df16704), and every ppc32
+// mutant killed by some checker while the correct protocols survive. The trampoline-lifetime
+// scenarios of every flavour are in TrampolineLifetimeTest.cpp.
 
 #include "KernelFixture.h"
 
 #include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/Mutants.h"
-#include "ftsim/verify/TrampolineScenario.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +19,6 @@ namespace {
 
 using testing::bootKernel;
 using testing::fastConfigFor;
-using testing::guestImagePath;
 using testing::siteOf;
 
 // The seed commit on ppc32: the function tracer on everything and a probe-like SAVE_REGS ops on
@@ -237,74 +235,6 @@ TEST_P(Ppc32Livepatch, NewVersionEverywhereOnceInAndTheOldBodyFinishes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedRegsCallerOrOwnTrampoline, Ppc32Livepatch, ::testing::Bool());
-
-TrampolineCheckOptions scenario(model::TrampolineFree free, bool preempt) {
-  TrampolineCheckOptions o;
-  o.imagePath = guestImagePath("ppc32-mcount");
-  o.free.free = free;
-  o.preempt = preempt;
-  return o;
-}
-
-TEST(Ppc32TrampFreePreempted, ImmediateFreeIsFound) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  const auto o = scenario(model::TrampolineFree::Immediate, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  ASSERT_TRUE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_NE(r.violation->find("trampoline-lifetime"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.violation->find("ftrace_trampoline"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.timeline.find("freeText"), std::string::npos) << r.timeline;
-}
-
-TEST(Ppc32TrampFreePreempted, SchedSyncWithPreemptionIsFound) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  const auto o = scenario(model::TrampolineFree::SchedSync, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  ASSERT_TRUE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_NE(r.violation->find("trampoline-lifetime"), std::string::npos) << *r.violation;
-  EXPECT_NE(r.timeline.find("timer preempts the task at ftrace_trampoline"), std::string::npos)
-      << r.timeline;
-  EXPECT_NE(r.timeline.find("freeText"), std::string::npos) << r.timeline;
-}
-
-TEST(Ppc32TrampFreePreempted, RcuTasksVerifiesWithinOnePreemption) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  const auto o = scenario(model::TrampolineFree::RcuTasks, true);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  EXPECT_FALSE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_TRUE(r.complete);
-  EXPECT_GT(r.executions, 50u);
-  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
-}
-
-TEST(Ppc32TrampFreePreempted, SchedSyncWithoutPreemptionVerifies) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  const auto o = scenario(model::TrampolineFree::SchedSync, false);
-  const TrampolineCheckResult r = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, r);
-  EXPECT_FALSE(r.violation) << formatTrampolineCheck(o, r);
-  EXPECT_TRUE(r.complete);
-  EXPECT_GT(r.executions, 20u);
-  ::testing::Test::RecordProperty("executions", static_cast<int>(r.executions));
-}
-
-TEST(Ppc32OpsUafNoSync, SkippedSyncIsFoundAndTheFixVerifies) {
-  FTSIM_REQUIRE_IMAGE("ppc32-mcount");
-  auto o = scenario(model::TrampolineFree::RcuTasks, true);
-  o.scenario = TrampolineScenarioKind::OpsUafNoSync;
-  o.free.syncWhenUnchanged = false;
-  const TrampolineCheckResult buggy = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, buggy);
-  ASSERT_TRUE(buggy.violation) << formatTrampolineCheck(o, buggy);
-  EXPECT_NE(buggy.violation->find("ops-use-after-free"), std::string::npos) << *buggy.violation;
-  o.free.syncWhenUnchanged = true;
-  const TrampolineCheckResult fixed = checkTrampolineScenario(o);
-  std::cout << formatTrampolineCheck(o, fixed);
-  EXPECT_FALSE(fixed.violation) << formatTrampolineCheck(o, fixed);
-}
 
 // Every ppc32 mutant is killed, each by the checker the issue names, and both correct protocols
 // (word, word-mflr) survive every checker.
