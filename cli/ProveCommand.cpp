@@ -120,6 +120,7 @@ void addProveCommand(CLI::App &app, CommandResult &result) {
           stores = {sim::parseStoreModel(o->store)};
         if (!o->fetch.empty())
           fetches = {&sim::fetchModelByName(o->fetch)};
+        verify::ByteStateProver prover;
         for (auto store : stores)
           for (auto fetch : fetches)
             for (unsigned off = 0; off < 64; off += a->insnAlignment()) {
@@ -129,7 +130,7 @@ void addProveCommand(CLI::App &app, CommandResult &result) {
                 fatal("--site-offset {} is not {}-byte aligned as {} instructions are", o->offset,
                       a->insnAlignment(), a->name());
               for (unsigned sites : {1u, 3u}) {
-                const auto r = verify::proveByteStates(
+                const auto r = prover.prove(
                     *a, {protocol, store, fetch, verify::SiteTransition::NopToCall, off, sites});
                 if (!r.holds || o->offset >= 0)
                   ok &= report(r);

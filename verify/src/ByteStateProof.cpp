@@ -116,16 +116,9 @@ std::string_view transitionName(SiteTransition t) {
   return "?";
 }
 
-namespace {
-
-// One Z3 context and solver and a memo of proven signatures, owned by one sweep (or one query):
-// a result never depends on what an earlier, unrelated call proved. Creating a context costs far
-// more than a query, so a sweep shares one.
-class ByteStateProver {
-public:
+// One Z3 context and solver and the memo of proven signatures, owned by one prover.
+struct ByteStateProver::Impl {
   ProofResult prove(const arch::Arch &arch, const ByteStateQuery &q);
-
-private:
   // The negation of safety for request `s` of the trace; a counterexample when sat.
   std::optional<std::string> refute(const arch::Arch &arch, const sim::FetchModel &fetch,
                                     const ProtocolTrace &trace, std::size_t s);
@@ -144,10 +137,11 @@ private:
   std::map<std::string, std::size_t> proven_; // signature -> solver queries it took
 };
 
-std::vector<z3::expr> ByteStateProver::readInstants(const arch::Arch &arch,
-                                                    const sim::FetchModel &fetch,
-                                                    const ProtocolTrace &trace, std::uint64_t addr,
-                                                    std::size_t n, const z3::expr &T) {
+std::vector<z3::expr> ByteStateProver::Impl::readInstants(const arch::Arch &arch,
+                                                          const sim::FetchModel &fetch,
+                                                          const ProtocolTrace &trace,
+                                                          std::uint64_t addr, std::size_t n,
+                                                          const z3::expr &T) {
   const std::size_t points = trace.points.size();
   std::vector<z3::expr> instant;
   switch (fetch.admissible()) {
@@ -199,9 +193,10 @@ std::vector<z3::expr> ByteStateProver::readInstants(const arch::Arch &arch,
   return instant;
 }
 
-std::optional<std::string> ByteStateProver::refute(const arch::Arch &arch,
-                                                   const sim::FetchModel &fetch,
-                                                   const ProtocolTrace &trace, std::size_t s) {
+std::optional<std::string> ByteStateProver::Impl::refute(const arch::Arch &arch,
+                                                         const sim::FetchModel &fetch,
+                                                         const ProtocolTrace &trace,
+                                                         std::size_t s) {
   const auto &req = trace.requests[s];
   const std::size_t n = req.oldBytes.size();
   const std::size_t points = trace.points.size();
@@ -249,7 +244,7 @@ std::optional<std::string> ByteStateProver::refute(const arch::Arch &arch,
           : "");
 }
 
-ProofResult ByteStateProver::prove(const arch::Arch &arch, const ByteStateQuery &q) {
+ProofResult ByteStateProver::Impl::prove(const arch::Arch &arch, const ByteStateQuery &q) {
   const auto started = std::chrono::steady_clock::now();
   ProofResult result;
   result.name = fmt::format("byte-state {} {} {} store={} fetch={} offset={} sites={}", arch.name(),
@@ -273,7 +268,12 @@ ProofResult ByteStateProver::prove(const arch::Arch &arch, const ByteStateQuery 
   return result;
 }
 
-} // namespace
+ByteStateProver::ByteStateProver() : impl_(std::make_unique<Impl>()) {}
+ByteStateProver::~ByteStateProver() = default;
+
+ProofResult ByteStateProver::prove(const arch::Arch &arch, const ByteStateQuery &query) {
+  return impl_->prove(arch, query);
+}
 
 ProofResult proveByteStates(const arch::Arch &arch, const ByteStateQuery &q) {
   return ByteStateProver().prove(arch, q);
