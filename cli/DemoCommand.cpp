@@ -172,9 +172,9 @@ void addDemoCommand(CLI::App &app, CommandResult &result) {
     }
 
     section("Z3: what a CPU can fetch at the site while it is rewritten");
-    const auto torn =
-        verify::proveByteStates(x86, {"direct", sim::StoreModel::Word, sim::FetchModel::Stale,
-                                      verify::SiteTransition::NopToCall, 6, 1});
+    const auto torn = verify::proveByteStates(x86, {"direct", sim::StoreModel::Word,
+                                                    &sim::fetchModelByName("stale"),
+                                                    verify::SiteTransition::NopToCall, 6, 1});
     fmt::print("  plain stores (protocol 'direct'): {}\n    {}\n",
                torn.holds ? "no counterexample (unexpected)" : "UNSAFE", torn.counterexample);
     ok &= !torn.holds;

@@ -20,6 +20,14 @@
 
 namespace ftsim::sim {
 
+constexpr std::uint64_t kPage = 4096;
+
+inline std::uint64_t roundUp(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
+inline std::uint64_t lineOf(std::uint64_t addr) { return addr & ~(kLineSize - 1); }
+
+// Unicorn calls that cannot fail on a well-formed machine.
+void check(uc_err err, const char *what);
+
 struct FreeDeleter {
   void operator()(std::uint8_t *p) const { std::free(p); }
 };
@@ -177,7 +185,12 @@ struct Machine::Impl {
   void switchTo(unsigned cpu, int next);
   void stopTask(unsigned cpu, TaskState why);
 
-  // Fetch model.
+  // Instruction views and the fetch model.
+  void storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,
+                     std::span<const std::uint8_t> bytes);
+  void markLinesBehind(unsigned cpu, std::uint64_t addr, std::uint64_t size);
+  void rememberGranules(unsigned cpu, const TextRegion &r, std::uint64_t addr,
+                        std::span<const std::uint8_t> bytes);
   void refreshLine(unsigned cpu, std::uint64_t line);
   void serialise(unsigned cpu);
   void chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &scheduler);

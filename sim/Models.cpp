@@ -16,30 +16,11 @@ std::string_view storeModelName(StoreModel model) {
   FTSIM_PANIC("bad StoreModel {}", static_cast<int>(model));
 }
 
-std::string_view fetchModelName(FetchModel model) {
-  switch (model) {
-  case FetchModel::Atomic:
-    return "atomic";
-  case FetchModel::Line:
-    return "line";
-  case FetchModel::Stale:
-    return "stale";
-  }
-  FTSIM_PANIC("bad FetchModel {}", static_cast<int>(model));
-}
-
 StoreModel parseStoreModel(std::string_view name) {
   for (StoreModel m : {StoreModel::Byte, StoreModel::Word, StoreModel::Line})
     if (storeModelName(m) == name)
       return m;
   fatal("unknown store model '{}' (known: byte, word, line)", name);
-}
-
-FetchModel parseFetchModel(std::string_view name) {
-  for (FetchModel m : {FetchModel::Atomic, FetchModel::Line, FetchModel::Stale})
-    if (fetchModelName(m) == name)
-      return m;
-  fatal("unknown fetch model '{}' (known: atomic, line, stale)", name);
 }
 
 std::vector<StorePiece> splitStores(StoreModel model, std::uint64_t addr, std::uint32_t size) {

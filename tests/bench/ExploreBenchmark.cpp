@@ -45,7 +45,7 @@ void explore(benchmark::State &state, verify::Scenario s, bool reduction, int bo
 
 verify::Scenario atomic(verify::Scenario s) {
   s.store = sim::StoreModel::Line;
-  s.fetch = sim::FetchModel::Atomic;
+  s.fetch = &sim::fetchModelByName("atomic");
   return s;
 }
 

@@ -18,9 +18,12 @@ inline std::string guestImagePath(const std::string &flavour) {
   return std::string(FTSIM_GUEST_DIR) + "/" + flavour + "/kernel.elf";
 }
 
+// A test that needs a guest image fails (never skips) when the image is missing, naming it and the
+// build target that makes it. The test targets depend on that build, so this means a broken build.
 #define FTSIM_REQUIRE_IMAGE(flavour)                                                               \
-  if (!std::filesystem::exists(::ftsim::kernel::testing::guestImagePath(flavour)))                 \
-  GTEST_SKIP() << flavour << " is not built (build target ftsim-guests)"
+  ASSERT_TRUE(std::filesystem::exists(::ftsim::kernel::testing::guestImagePath(flavour)))          \
+      << "guest image " << ::ftsim::kernel::testing::guestImagePath(flavour)                       \
+      << " is missing: build target guest-" << (flavour) << " (all images: ftsim-guests)"
 
 inline std::unique_ptr<Kernel> bootKernel(const std::string &flavour, KernelConfig config = {}) {
   return std::make_unique<Kernel>(arch::loadImage(guestImagePath(flavour)), std::move(config));

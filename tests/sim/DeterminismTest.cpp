@@ -18,7 +18,7 @@ namespace {
 
 using test::X86Scenario;
 
-MachineConfig busyConfig(FetchModel fetch) {
+MachineConfig busyConfig(const FetchModel *fetch) {
   MachineConfig c;
   c.cpus = 3;
   c.storeModel = StoreModel::Byte;
@@ -39,7 +39,8 @@ void buildBusy(Machine &m, const X86Scenario &s) {
   });
 }
 
-std::string runWith(Scheduler &sched, FetchModel fetch, std::vector<Decision> *schedule = nullptr) {
+std::string runWith(Scheduler &sched, const FetchModel *fetch,
+                    std::vector<Decision> *schedule = nullptr) {
   X86Scenario s(60);
   Machine m(arch::archByName("x86_64"), busyConfig(fetch));
   buildBusy(m, s);
@@ -49,7 +50,7 @@ std::string runWith(Scheduler &sched, FetchModel fetch, std::vector<Decision> *s
   return m.logText();
 }
 
-class Determinism : public ::testing::TestWithParam<FetchModel> {};
+class Determinism : public ::testing::TestWithParam<const FetchModel *> {};
 
 TEST_P(Determinism, SameSeedSameLog) {
   RandomScheduler a(42), b(42), c(43);
@@ -101,20 +102,19 @@ TEST_P(Determinism, SnapshotRestoreRerunsIdentically) {
   EXPECT_EQ(fresh.logText(), logs[0]);
 }
 
-INSTANTIATE_TEST_SUITE_P(FetchModels, Determinism,
-                         ::testing::Values(FetchModel::Atomic, FetchModel::Line, FetchModel::Stale),
-                         [](const auto &p) { return std::string(fetchModelName(p.param)); });
+INSTANTIATE_TEST_SUITE_P(FetchModels, Determinism, ::testing::ValuesIn(allFetchModels()),
+                         [](const auto &p) { return std::string(p.param->name()); });
 
 TEST(Replay, AScheduleForAnotherScenarioIsAUserError) {
   ReplayScheduler replay({99});
-  EXPECT_THROW(runWith(replay, FetchModel::Atomic), FatalError);
+  EXPECT_THROW(runWith(replay, &fetchModelByName("atomic")), FatalError);
 }
 
 TEST(RoundRobin, EveryWorkerFinishesWithItsChecksum) {
   // Line stores and atomic fetches, the site inside one line: each write is one atomic store, so
   // the busy scenario (which patches a live site without any protocol) cannot tear here.
   X86Scenario s(4);
-  MachineConfig c = busyConfig(FetchModel::Atomic);
+  MachineConfig c = busyConfig(&fetchModelByName("atomic"));
   c.storeModel = StoreModel::Line;
   Machine m(arch::archByName("x86_64"), c);
   buildBusy(m, s);

@@ -1,4 +1,6 @@
-// SCENARIOS.md ppc-mflr-order on the machine. f is `mflr r0 | nop; bl ftrace_caller | nop; addi
+// ppc-mflr-order on the machine (the ppc32 -fpatchable-function-entry site is two instructions,
+// `mflr r0` then the call, and enabling them in the wrong order lets a task call with a stale r0).
+// f is `mflr r0 | nop; bl ftrace_caller | nop; addi
 // r3,r3,1; blr` (the -fpatchable-function-entry layout with the mflr nopped while disabled); its
 // caller T enters it with r0 = 0x100, not its return address. T and a second task U (which only
 // schedules voluntarily) share CPU 1; the patcher on CPU 0 enables or disables f's site through a

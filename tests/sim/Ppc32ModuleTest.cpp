@@ -1,11 +1,13 @@
-// Modules far from the kernel (SCENARIOS.md ppc-branch-range, ppc-module-tramp-toc) on the
-// machine. (1) The built guest module at 0xb0000000 boots with the kernel: its sites, which reach
-// _mcount through the module's PLT stub, become nops; enabling one writes `bl <mod->arch.tramp>`,
-// whose long-branch stub decodes to ftrace_caller, and the module still computes its untraced
-// result while every call of the enabled function is traced once. A direct `bl` is refused.
-// (2) The module call site `bl <tramp>; lwz r30,24(r1)` (ppc64's `ld r2,40(r1)` TOC restore,
-// modelled with r30): disabling it with two nops breaks a task that is inside the call; `b +8`
-// never does. Exhaustive over where the task is when the patcher writes.
+// Modules far from the kernel on the machine: ppc-branch-range (a `bl` reaches only +-32 MiB, so a
+// module needs a long-branch stub) and ppc-module-tramp-toc (the call site restores the TOC after
+// the call, so nopping it under a task inside the call breaks that task). (1) The built guest
+// module at 0xb0000000 boots with the kernel: its sites, which reach _mcount through the module's
+// PLT stub, become nops; enabling one writes `bl <mod->arch.tramp>`, whose long-branch stub decodes
+// to ftrace_caller, and the module still computes its untraced result while every call of the
+// enabled function is traced once. A direct `bl` is refused. (2) The module call site `bl <tramp>;
+// lwz r30,24(r1)` (ppc64's `ld r2,40(r1)` TOC restore, modelled with r30): disabling it with two
+// nops breaks a task that is inside the call; `b +8` never does. Exhaustive over where the task is
+// when the patcher writes.
 
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/Ppc32Cmodx.h"
@@ -30,7 +32,7 @@ namespace ppc = arch::ppc32;
 arch::Image load(const std::string &rel) {
   const std::string path = std::string(FTSIM_GUEST_DIR) + "/" + rel;
   if (!std::filesystem::exists(path))
-    ADD_FAILURE() << path << " is not built (target ftsim-guests)";
+    ADD_FAILURE() << "guest image " << path << " is missing: build target ftsim-guests";
   return arch::loadImage(path);
 }
 

@@ -31,7 +31,7 @@ namespace ppc = arch::ppc32;
 arch::Image loadGuest(const std::string &name) {
   const std::string path = std::string(FTSIM_GUEST_DIR) + "/" + name + "/kernel.elf";
   if (!std::filesystem::exists(path))
-    ADD_FAILURE() << path << " is not built (target ftsim-guests)";
+    ADD_FAILURE() << "guest image " << path << " is missing: build target ftsim-guests";
   return arch::loadImage(path);
 }
 

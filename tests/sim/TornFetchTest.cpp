@@ -102,7 +102,7 @@ void expectSlideCrash(const Machine &m, const X86Scenario &s) {
   EXPECT_EQ(m.task(0).state, TaskState::Faulted);
 }
 
-MachineConfig config(StoreModel store, FetchModel fetch) {
+MachineConfig config(StoreModel store, const FetchModel *fetch) {
   MachineConfig c;
   c.cpus = 2;
   c.storeModel = store;
@@ -127,7 +127,7 @@ std::function<void(arch::MachinePort &)> twoWrites(std::uint64_t site, bool tail
 
 TEST(TornFetch, ByteStoresTailFirstFetchBetweenGivesTheSlideCrash) {
   X86Scenario s(4);
-  Machine m(x86(), config(StoreModel::Byte, FetchModel::Atomic));
+  Machine m(x86(), config(StoreModel::Byte, &fetchModelByName("atomic")));
   s.install(m, {1});
   m.startPatcher(twoWrites(s.site, /*tailFirst=*/true));
   auto sched = fetchAfterStores(s.site, 3); // bytes 2-4 are three byte stores
@@ -139,7 +139,7 @@ TEST(TornFetch, ByteStoresHeadFirstFetchBetweenCallsABogusTarget) {
   // Bytes 0-1 then 2-4 with an atomic fetch between them: the other torn state, e8 37 44 00 00,
   // a call 0x4437 bytes past the site, beyond the end of text.
   X86Scenario s(4);
-  Machine m(x86(), config(StoreModel::Byte, FetchModel::Atomic));
+  Machine m(x86(), config(StoreModel::Byte, &fetchModelByName("atomic")));
   s.install(m, {1});
   m.startPatcher(twoWrites(s.site, /*tailFirst=*/false));
   auto sched = fetchAfterStores(s.site, 2);
@@ -158,7 +158,7 @@ TEST(TornFetch, ByteStoresHeadFirstFetchBetweenCallsABogusTarget) {
 
 TEST(TornFetch, FetchAfterBothWritesRunsTheCallAndFinishes) {
   X86Scenario s(4);
-  Machine m(x86(), config(StoreModel::Byte, FetchModel::Atomic));
+  Machine m(x86(), config(StoreModel::Byte, &fetchModelByName("atomic")));
   s.install(m, {1});
   m.startPatcher(twoWrites(s.site, true));
   auto sched = fetchAfterStores(s.site, 5);
@@ -175,7 +175,7 @@ TEST(TornFetch, LineFetchOfASiteStraddlingTwoLines) {
   // CPU 1 reads the first line, both stores land, then it reads the second line.
   X86Scenario s(62);
   ASSERT_EQ(s.site % 64, 62u);
-  Machine m(x86(), config(StoreModel::Line, FetchModel::Line));
+  Machine m(x86(), config(StoreModel::Line, &fetchModelByName("line")));
   s.install(m, {1});
   m.startPatcher([&](arch::MachinePort &port) { port.writeText(s.site, X86Scenario::call()); });
   auto sched = fetchAfterStores(s.site, 2, /*splitFetch=*/true);
@@ -191,7 +191,7 @@ TEST(TornFetch, LineFetchOfASiteInsideOneLineCannotTear) {
   // Same schedule policy, site at offset 8: no split fetch is offered, so CPU 1 sees either
   // state whole.
   X86Scenario s(8);
-  Machine m(x86(), config(StoreModel::Line, FetchModel::Line));
+  Machine m(x86(), config(StoreModel::Line, &fetchModelByName("line")));
   s.install(m, {1});
   m.startPatcher([&](arch::MachinePort &port) { port.writeText(s.site, X86Scenario::call()); });
   auto sched = fetchAfterStores(s.site, 0, /*splitFetch=*/true);
@@ -212,7 +212,7 @@ struct StaleOutcomes {
 
 StaleOutcomes exploreStale(bool withSync) {
   X86Scenario s(4);
-  Machine m(x86(), config(StoreModel::Byte, FetchModel::Stale));
+  Machine m(x86(), config(StoreModel::Byte, &fetchModelByName("stale")));
   s.install(m, {1});
   Snapshot start = m.snapshot();
   FunctionScheduler patcherFirst([](const Machine &, const DecisionPoint &p) -> std::uint32_t {
@@ -286,7 +286,7 @@ TEST(TornFetch, StaleFetchAfterSyncCannotTear) {
 TEST(TornFetch, StaleSchedulerChoiceReproducesTheSlideCrash) {
   // One concrete stale schedule: CPU 1 fetches the oldest values of bytes 0-1, the newest of 2-4.
   X86Scenario s(4);
-  Machine m(x86(), config(StoreModel::Word, FetchModel::Stale));
+  Machine m(x86(), config(StoreModel::Word, &fetchModelByName("stale")));
   s.install(m, {1});
   m.startPatcher([&](arch::MachinePort &port) { port.writeText(s.site, X86Scenario::call()); });
   FunctionScheduler sched([&](const Machine &, const DecisionPoint &p) -> std::uint32_t {

@@ -76,7 +76,7 @@ TEST(ScenarioFiles, TomlRoundTrip) {
   s.descending = true;
   s.siteOffset = 61;
   s.store = sim::StoreModel::Line;
-  s.fetch = sim::FetchModel::Line;
+  s.fetch = &sim::fetchModelByName("line");
   s.bounds.preemptions = 2;
   s.expectVerdict = "violation";
   s.expectOracle = "guest-fault";
@@ -138,9 +138,10 @@ TEST(Exhaustive, DirectFindsTheSlidesTornFetchAndMinimisesIt) {
 
 TEST(Exhaustive, Int3VerifiesUnderEveryModelForOneAndTwoSites) {
   for (auto store : {sim::StoreModel::Byte, sim::StoreModel::Word, sim::StoreModel::Line})
-    for (auto fetch : {sim::FetchModel::Atomic, sim::FetchModel::Line, sim::FetchModel::Stale})
+    for (const sim::FetchModel *fetch : sim::allFetchModels())
       for (unsigned sites : {1u, 2u}) {
-        if (sites == 2 && (fetch != sim::FetchModel::Stale || store != sim::StoreModel::Byte))
+        if (sites == 2 &&
+            (fetch != &sim::fetchModelByName("stale") || store != sim::StoreModel::Byte))
           continue; // two sites: the most permissive models only (CI time)
         Scenario s = site("int3", 2, sites);
         s.store = store;
@@ -165,7 +166,7 @@ TEST(Exhaustive, DporReachesEveryFinalStateNaiveReachesWithFewerExecutions) {
     const bool atomic = std::string(protocol) == "direct";
     if (atomic) {
       s.store = sim::StoreModel::Line;
-      s.fetch = sim::FetchModel::Atomic;
+      s.fetch = &sim::fetchModelByName("atomic");
     }
     ExploreResult naive = exhaustive(s, false, atomic ? -1 : 1, false);
     ExploreResult dpor = exhaustive(s, true, atomic ? -1 : 1, false);

@@ -2,7 +2,7 @@
 // "Another Solution"): posix_cpu_timer_set (returns version 1) is redirected to
 // posix_cpu_timer_set_v2 (version 2) while tasks call it on two CPUs, either by an ftrace ops with
 // IPMODIFY | SAVE_REGS whose callback sets regs->ip (klp_ftrace_handler), or by a `jmp` patched
-// over the site. And SCENARIOS.md int3-skips-call: the pre-2019 int3 handler skips a call that is
+// over the site. And int3-skips-call: the pre-2019 int3 handler skips a call that is
 // being changed, so the old body runs although the livepatch is active.
 
 #include "../kernel/KernelFixture.h"

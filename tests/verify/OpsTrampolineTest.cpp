@@ -1,8 +1,8 @@
 // Per-ops dynamic trampolines (f3bea491, seed 004) on the running x86-64 guest: the seed commit's
 // point (with the function tracer on everything and a kprobe-like ops on one function, only that
 // function's site goes through the list function), kprobes on ftrace sharing a site with the
-// function tracer, records moving between trampoline, list function and nop, and the
-// trampoline-lifetime scenarios explored over schedules (tramp-free-preempted, ops-uaf-no-sync).
+// function tracer, and records moving between trampoline, list function and nop. The
+// trampoline-lifetime scenarios of every flavour are in TrampolineLifetimeTest.cpp.
 
 #include "../kernel/KernelFixture.h"
 
@@ -11,9 +11,6 @@
 #include "ftsim/sim/RoundRobinScheduler.h"
 
 #include <gtest/gtest.h>
-
-#include <iostream>
-#include <map>
 
 namespace ftsim::verify {
 namespace {

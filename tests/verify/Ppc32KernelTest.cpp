@@ -1,8 +1,8 @@
 // Issue 7 on ppc32 and the ppc32 mutation score: per-ops dynamic trampolines on the big-endian
 // powerpc guest (x86's create_trampoline() ported to the ppc32 listing, allocated within `bl`
-// reach of kernel text as powerpc's module_alloc() first tries, 2ec13df16704), the
-// trampoline-lifetime scenarios explored over schedules (tramp-free-preempted, ops-uaf-no-sync),
-// and every ppc32 mutant killed by some checker while the correct protocols survive.
+// reach of kernel text as powerpc's module_alloc() first tries, 2ec13df16704), and every ppc32
+// mutant killed by some checker while the correct protocols survive. The trampoline-lifetime
+// scenarios of every flavour are in TrampolineLifetimeTest.cpp.
 
 #include "../kernel/KernelFixture.h"
 
@@ -239,6 +239,8 @@ INSTANTIATE_TEST_SUITE_P(SharedRegsCallerOrOwnTrampoline, Ppc32Livepatch, ::test
 
 // The trampoline-freeing scenarios on ppc32 are files: TrampolineCheckTest.cpp.
 
+// Every ppc32 mutant is killed, each by the checker the issue names, and both correct protocols
+// (word, word-mflr) survive every checker.
 TEST(Ppc32Mutants, EveryMutantIsKilledAndTheCorrectProtocolsSurvive) {
   const arch::Arch &isa = arch::archByName("ppc32");
   const MutationScore score = runMutants(isa, defaultMutantCheckers(isa));

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 using namespace ftsim;
 using namespace ftsim::verify;
 
@@ -25,8 +27,12 @@ TEST(ByteStateProof, TodaysPpc32ProtocolIsSafeEverywhere) {
 TEST(ByteStateProof, DirectStoresTearIntoTheSlidesGpfUnderTheStaleModel) {
   // Two stores (bytes 0-1, 2-4) are what the word model makes of a 5-byte write at offset 6: a
   // CPU that holds stale bytes 0-1 and new bytes 2-4 fetches the slides' 0f 1f 2e 00 00.
-  ByteStateQuery q{
-      "direct", sim::StoreModel::Word, sim::FetchModel::Stale, SiteTransition::NopToCall, 6, 1};
+  ByteStateQuery q{"direct",
+                   sim::StoreModel::Word,
+                   &sim::fetchModelByName("stale"),
+                   SiteTransition::NopToCall,
+                   6,
+                   1};
   const ProofResult r = proveByteStates(arch::archByName("x86_64"), q);
   ASSERT_FALSE(r.holds);
   EXPECT_NE(r.counterexample.find("fetches"), std::string::npos) << r.counterexample;
@@ -38,8 +44,12 @@ TEST(ByteStateProof, DirectStoresTearIntoTheSlidesGpfUnderTheStaleModel) {
 TEST(ByteStateProof, DirectIsSafeOnlyWhenStoreAndFetchAreBothAtomic) {
   // One atomic store inside a line, fetched atomically: plain stores cannot tear. The proof says
   // so, which is why the hazard needs the multi-store or multi-line models.
-  ByteStateQuery q{
-      "direct", sim::StoreModel::Line, sim::FetchModel::Atomic, SiteTransition::NopToCall, 8, 1};
+  ByteStateQuery q{"direct",
+                   sim::StoreModel::Line,
+                   &sim::fetchModelByName("atomic"),
+                   SiteTransition::NopToCall,
+                   8,
+                   1};
   EXPECT_TRUE(proveByteStates(arch::archByName("x86_64"), q).holds);
   q.siteOffset = 62; // straddles two lines: two stores
   EXPECT_FALSE(proveByteStates(arch::archByName("x86_64"), q).holds);
@@ -53,6 +63,43 @@ TEST(ByteStateProof, EveryBrokenByteLevelVariantHasACounterexample) {
     EXPECT_FALSE(r.holds) << p;
     EXPECT_FALSE(r.counterexample.empty()) << p;
   }
+}
+
+// A proof's answer depends on its query only: a failing and a passing query give the same name,
+// verdict, counterexample and number of solver queries whatever ran before them, in either order
+// (no memo, context or solver survives a call).
+TEST(ByteStateProof, AnswersDoNotDependOnEarlierCalls) {
+  const arch::Arch &x86 = arch::archByName("x86_64");
+  const ByteStateQuery failing{"direct",
+                               sim::StoreModel::Word,
+                               &sim::fetchModelByName("stale"),
+                               SiteTransition::NopToCall,
+                               6,
+                               3};
+  const ByteStateQuery passing{
+      "int3", sim::StoreModel::Word, &sim::fetchModelByName("stale"), SiteTransition::NopToCall, 6,
+      3};
+  auto answer = [&](const ByteStateQuery &q) {
+    const ProofResult r = proveByteStates(x86, q);
+    return std::tuple(r.name, r.holds, r.counterexample, r.checks);
+  };
+  const auto failFirst = {answer(failing), answer(passing), answer(failing)};
+  const auto passFirst = {answer(passing), answer(failing), answer(passing)};
+  const auto &f = *failFirst.begin();
+  const auto &p = *passFirst.begin();
+  EXPECT_FALSE(std::get<1>(f));
+  EXPECT_TRUE(std::get<1>(p));
+  EXPECT_EQ(std::get<3>(p), 3u) << "one solver query per site of the batch";
+  EXPECT_EQ(failFirst.begin()[1], p);
+  EXPECT_EQ(failFirst.begin()[2], f);
+  EXPECT_EQ(passFirst.begin()[1], f);
+  EXPECT_EQ(passFirst.begin()[2], p);
+  // A whole sweep, twice: the same count of solver queries (the memo is the sweep's own).
+  const ProofResult first = proveByteStatesEverywhere(arch::archByName("ppc32"), "word");
+  const ProofResult again = proveByteStatesEverywhere(arch::archByName("ppc32"), "word");
+  EXPECT_TRUE(first.holds) << first.counterexample;
+  EXPECT_EQ(first.checks, again.checks);
+  EXPECT_EQ(first.name, again.name);
 }
 
 TEST(ByteStateProof, TraceOfTodaysProtocolHasThreeSyncsPerBatch) {

@@ -59,7 +59,7 @@ CheckReport check(Harness &harness, const ExploreOptions &options) {
   const Scenario &s = harness.scenario();
   report.coverage = coverageText(harness, options, report.result);
   report.models = fmt::format("store {}, fetch {}, max_events {}", sim::storeModelName(s.store),
-                              sim::fetchModelName(s.fetch), s.bounds.maxEvents);
+                              s.fetch->name(), s.bounds.maxEvents);
   if (!report.result.counterexample) {
     const Coverage c = report.result.coverage();
     report.verdict = verdictOf(c);

@@ -25,7 +25,7 @@ Scenario trampolineScenario(const CheckRequest &r) {
   s.protocol = r.protocol.value_or(arch::protocolsFor(arch::archByName(s.arch)).front().name);
   s.cpus = 2;
   s.store = sim::StoreModel::Word;
-  s.fetch = sim::FetchModel::Atomic;
+  s.fetch = &sim::fetchModelByName("atomic");
   s.preemption = r.preempt;
   s.image = r.image.value_or("");
   s.bounds.maxEvents = 400000;
@@ -97,7 +97,7 @@ Scenario buildCheckScenario(const CheckRequest &r) {
   if (r.store)
     s.store = sim::parseStoreModel(*r.store);
   if (r.fetch)
-    s.fetch = sim::parseFetchModel(*r.fetch);
+    s.fetch = &sim::fetchModelByName(*r.fetch);
   if (r.image) {
     if (s.code == CodeKind::Snippet)
       fatal("check: --image applies to kernel and trampoline scenarios");

@@ -228,7 +228,8 @@ MutantChecker exploreChecker(const arch::Arch &arch, std::string label,
             s.store = arch.name() == "x86_64" ? sim::StoreModel::Byte : sim::StoreModel::Word;
             // powerpc: an aligned instruction word is fetched atomically (Power ISA Book II);
             // the per-byte stale model would tear it, so powerpc uses the line model.
-            s.fetch = arch.name() == "x86_64" ? sim::FetchModel::Stale : sim::FetchModel::Line;
+            s.fetch = arch.name() == "x86_64" ? &sim::fetchModelByName("stale")
+                                              : &sim::fetchModelByName("line");
             s.sites = sites;
             s.descending = descending;
             SiteHarness harness(s);

@@ -95,20 +95,21 @@ void byteStates(const ProveRequest &q, const arch::Arch &a, Report &report) {
     return report.expectHolds(proveByteStatesEverywhere(a, protocol));
   std::vector<sim::StoreModel> stores{sim::StoreModel::Byte, sim::StoreModel::Word,
                                       sim::StoreModel::Line};
-  std::vector<sim::FetchModel> fetches{sim::FetchModel::Atomic, sim::FetchModel::Line,
-                                       sim::FetchModel::Stale};
+  std::vector<const sim::FetchModel *> fetches(sim::allFetchModels().begin(),
+                                               sim::allFetchModels().end());
   if (q.store)
     stores = {sim::parseStoreModel(*q.store)};
   if (q.fetch)
-    fetches = {sim::parseFetchModel(*q.fetch)};
+    fetches = {&sim::fetchModelByName(*q.fetch)};
+  ByteStateProver prover; // one context and memo for the whole sweep
   for (auto store : stores)
     for (auto fetch : fetches)
       for (unsigned off = 0; off < 64; off += a.insnAlignment()) {
         if (q.siteOffset && *q.siteOffset != off)
           continue;
         for (unsigned sites : {1u, 3u}) {
-          const ProofResult r =
-              proveByteStates(a, {protocol, store, fetch, SiteTransition::NopToCall, off, sites});
+          const ProofResult r = prover.prove(
+              a, {protocol, store, fetch, SiteTransition::NopToCall, off, sites});
           if (!r.holds || q.siteOffset)
             report.expectHolds(r);
         }

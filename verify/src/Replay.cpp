@@ -21,7 +21,7 @@ std::string replayToJson(const Scenario &scenario, const Counterexample &cex) {
   j["arch"] = scenario.arch;
   j["protocol"] = scenario.protocol;
   j["store"] = std::string(sim::storeModelName(scenario.store));
-  j["fetch"] = std::string(sim::fetchModelName(scenario.fetch));
+  j["fetch"] = std::string(scenario.fetch->name());
   j["scenario"] = scenario.toToml();
   j["choices"] = cex.choices;
   j["preemptions"] = cex.preemptions;
@@ -93,8 +93,7 @@ ReplayFile parseReplay(const std::string &text, const std::string &origin) {
     file.scenario = parseScenario(field(j, "scenario").get<std::string>(), origin + " (scenario)");
     const Scenario &s = file.scenario;
     if (field(j, "arch") != s.arch || field(j, "protocol") != s.protocol ||
-        field(j, "store") != sim::storeModelName(s.store) ||
-        field(j, "fetch") != sim::fetchModelName(s.fetch))
+        field(j, "store") != sim::storeModelName(s.store) || field(j, "fetch") != s.fetch->name())
       fatal("{}: arch/protocol/store/fetch disagree with the embedded scenario", origin);
     Counterexample &c = file.counterexample;
     c.choices = field(j, "choices").get<std::vector<std::uint32_t>>();

@@ -197,7 +197,7 @@ std::string Scenario::describe() const {
                        protocol, trampolineVariantName(trampoline.variant),
                        image.empty() ? "" : " on " + image, trampoline.free,
                        trampoline.syncWhenUnchanged ? "" : " (no sync when no code changes)", cpus,
-                       sim::storeModelName(store), sim::fetchModelName(fetch),
+                       sim::storeModelName(store), fetch->name(),
                        preemption ? "preemption" : "no preemption");
   if (code == CodeKind::Kernel) {
     std::string wl;
@@ -207,7 +207,7 @@ std::string Scenario::describe() const {
                        "fetch {}{}{}",
                        arch, protocol, image.empty() ? "" : " " + image, cpus, wl,
                        engine.ops.size(), engine.steps.size(), sim::storeModelName(store),
-                       sim::fetchModelName(fetch), engine.opsTrampolines ? ", ops trampolines" : "",
+                       fetch->name(), engine.opsTrampolines ? ", ops trampolines" : "",
                        engine.pre59338f754a55 ? ", pre-59338f754a55 update order" : "");
   }
   std::string siteList;
@@ -217,7 +217,7 @@ std::string Scenario::describe() const {
                      protocol, cpus, cpus == 1 ? "" : "s", sites.size(),
                      sites.size() == 1 ? "" : "s", siteList,
                      descending ? ", queued descending" : "", siteOffset,
-                     sim::storeModelName(store), sim::fetchModelName(fetch),
+                     sim::storeModelName(store), fetch->name(),
                      preemption ? fmt::format("preemption ({} tasks per CPU)", tasksPerCpu)
                                 : std::string("no preemption"));
 }
@@ -240,7 +240,7 @@ std::string Scenario::toToml() const {
     out += fmt::format("source = {}\n", tomlString(source));
   out += fmt::format("arch = \"{}\"\nprotocol = \"{}\"\ncpus = {}\n", arch, protocol, cpus);
   out += fmt::format("store = \"{}\"\nfetch = \"{}\"\npreemption = {}\n",
-                     sim::storeModelName(store), sim::fetchModelName(fetch), preemption);
+                     sim::storeModelName(store), fetch->name(), preemption);
   out +=
       fmt::format("\n[code]\nkind = \"{}\"\nsite_offset = {}\ncalls = {}\ntasks_per_cpu = {}\n",
                   codeKindName(code), siteOffset, calls, tasksPerCpu);

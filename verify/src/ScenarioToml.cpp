@@ -271,7 +271,7 @@ Scenario parseScenario(const std::string &text, const std::string &origin) {
   if (auto v = top.string("store"))
     s.store = named(origin, "store", [&] { return sim::parseStoreModel(*v); });
   if (auto v = top.string("fetch"))
-    s.fetch = named(origin, "fetch", [&] { return sim::parseFetchModel(*v); });
+    s.fetch = named(origin, "fetch", [&] { return &sim::fetchModelByName(*v); });
   if (auto v = top.boolean("preemption"))
     s.preemption = *v;
   if (const toml::table *code = top.table("code")) {

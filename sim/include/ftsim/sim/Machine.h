@@ -125,7 +125,6 @@ public:
   std::string_view publishName(std::uint64_t id) const; // of a Publish event's detail
   std::size_t taskCount() const;
   TaskInfo task(int id) const;
-  int currentTask(unsigned cpu) const; // -1: idle
   std::uint64_t pc(unsigned cpu) const;
   std::uint64_t reg(unsigned cpu, int ucRegId) const;
   std::uint64_t steppedInstructions() const; // instructions executed by Step events

@@ -1,6 +1,7 @@
 #pragma once
 // The configuration of a Machine, fixed at construction.
 
+#include "ftsim/sim/FetchModel.h"
 #include "ftsim/sim/Models.h"
 
 #include <cstdint>
@@ -10,7 +11,7 @@ namespace ftsim::sim {
 struct MachineConfig {
   unsigned cpus = 2; // 1..8
   StoreModel storeModel = StoreModel::Word;
-  FetchModel fetchModel = FetchModel::Atomic;
+  const FetchModel *fetchModel = &fetchModelByName("atomic");
   unsigned patcherCpu = 0; // the CPU the patcher runs on
   bool preemption = true;  // offer timer preemption events
   // 1: every instruction is an event (instruction-granular interleaving). >1: fast mode, a CPU

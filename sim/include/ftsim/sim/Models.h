@@ -1,7 +1,7 @@
 #pragma once
-// The memory models of the machine: how the patcher's multi-byte writes split into atomic stores
-// (StoreModel) and what a CPU reads when it fetches an instruction while text is being modified
-// (FetchModel). See sim/README.md, "Semantics", for the exact rules and the reasons.
+// The store model of the machine: how the patcher's multi-byte writes split into atomic stores.
+// (What a CPU fetches while text is being modified is the fetch model, FetchModel.h.) See
+// sim/README.md, "Semantics", for the exact rules and the reasons.
 
 #include <cstdint>
 #include <string_view>
@@ -16,22 +16,11 @@ enum class StoreModel : std::uint8_t {
   Line, // everything inside one 64-byte line is one store
 };
 
-// When a store into text becomes visible to the instruction fetch of a CPU other than the writer.
-enum class FetchModel : std::uint8_t {
-  Atomic, // at the store, on every CPU; a fetch reads all its bytes at one instant
-  Line,   // each 64-byte line an instruction touches is read at its own instant (its own event
-          // when the instruction may straddle two lines of watched text)
-  Stale,  // per CPU and byte, any value the byte has held since the CPU last serialised; which
-          // one is a scheduler decision (the sound over-approximation)
-};
-
 constexpr std::uint64_t kLineSize = 64;
 
 std::string_view storeModelName(StoreModel model);
-std::string_view fetchModelName(FetchModel model);
 // FatalError naming the known models when `name` is not one.
 StoreModel parseStoreModel(std::string_view name);
-FetchModel parseFetchModel(std::string_view name);
 
 // One atomic store of a split write: `offset` bytes into the write, `size` bytes long.
 struct StorePiece {

@@ -4,8 +4,10 @@
 // model, which is turned back into concrete bytes and decoded with Capstone.
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/sim/FetchModel.h"
 #include "ftsim/sim/Models.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,7 +28,7 @@ std::string_view transitionName(SiteTransition t);
 struct ByteStateQuery {
   std::string protocol;
   sim::StoreModel store = sim::StoreModel::Byte;
-  sim::FetchModel fetch = sim::FetchModel::Stale;
+  const sim::FetchModel *fetch = &sim::fetchModelByName("stale");
   SiteTransition transition = SiteTransition::NopToCall;
   unsigned siteOffset = 0; // address of the first site mod 64
   unsigned sites = 1;      // sites in one batch (spread over several cache lines)
@@ -34,7 +36,24 @@ struct ByteStateQuery {
 
 // Byte-state safety: at every instant of the protocol, every byte string a CPU can fetch at each
 // site is the old instruction, the new one, or starts with the trap while the protocol's handler
-// is armed for that site.
+// is armed for that site. A prover owns its Z3 context and a memo of the queries it proved (a
+// query equal to a proven one up to the sites' absolute addresses holds, with 0 checks): its
+// answers depend on its own queries only. One prover per sweep; creating a context costs far more
+// than a query.
+class ByteStateProver {
+public:
+  ByteStateProver();
+  ~ByteStateProver();
+  ByteStateProver(const ByteStateProver &) = delete;
+  ByteStateProver &operator=(const ByteStateProver &) = delete;
+  ProofResult prove(const arch::Arch &arch, const ByteStateQuery &query);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One query with a prover of its own.
 ProofResult proveByteStates(const arch::Arch &arch, const ByteStateQuery &query);
 
 // Whether `store` describes a real machine for the ISA (powerpc: aligned word stores are atomic).

@@ -89,6 +89,7 @@
 //   sleep_until_call = true            # default: the ISA's (on for ppc32)
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/sim/FetchModel.h"
 #include "ftsim/sim/Models.h"
 
 #include <cstdint>
@@ -174,7 +175,7 @@ struct Scenario {
   std::string protocol = "int3";
   unsigned cpus = 2;
   sim::StoreModel store = sim::StoreModel::Byte;
-  sim::FetchModel fetch = sim::FetchModel::Stale;
+  const sim::FetchModel *fetch = &sim::fetchModelByName("stale");
   bool preemption = false;
   CodeKind code = CodeKind::Snippet;
   unsigned siteOffset = 4;

@@ -1,0 +1,316 @@
+// Memory: text regions (canonical copy and per-CPU instruction views), data regions, watched
+// lines, and how views follow stores and serialisations under the configured fetch model.
+
+#include "MachineImpl.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ftsim::sim {
+
+namespace {
+
+HostBuffer allocHost(std::uint64_t size) {
+  auto *p = static_cast<std::uint8_t *>(std::aligned_alloc(kPage, size));
+  if (!p)
+    FTSIM_PANIC("out of host memory allocating {} bytes", size);
+  return HostBuffer(p);
+}
+
+} // namespace
+
+void Machine::Impl::checkFree(std::uint64_t addr, std::uint64_t size) const {
+  for (const TextRegion &r : text)
+    if (addr < r.base + r.size && r.base < addr + size)
+      fatal("mapping {:#x}+{:#x} overlaps text at {:#x}", addr, size, r.base);
+  for (const DataRegion &r : data)
+    if (addr < r.base + r.size && r.base < addr + size)
+      fatal("mapping {:#x}+{:#x} overlaps data at {:#x}", addr, size, r.base);
+}
+
+void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8_t> bytes,
+                                  std::uint64_t minSize) {
+  if (addr % kPage)
+    fatal("text at {:#x} is not page aligned", addr);
+  std::uint64_t size = roundUp(std::max<std::uint64_t>({bytes.size(), minSize, 1}), kPage);
+  checkFree(addr, size);
+  TextRegion r;
+  r.base = addr;
+  r.size = size;
+  r.canonical = allocHost(size);
+  for (std::uint64_t i = 0; i < size; ++i)
+    r.canonical.get()[i] = abi.poison[i % abi.poison.size()];
+  if (!bytes.empty()) // memcpy from an empty span's null data() is undefined
+    std::memcpy(r.canonical.get(), bytes.data(), bytes.size());
+  r.flags.assign(size, 0);
+  r.lineWatched.assign(size / kLineSize, 0);
+  for (CpuRuntime &cpu : cpus) {
+    HostBuffer view = allocHost(size);
+    std::memcpy(view.get(), r.canonical.get(), size);
+    check(uc_mem_map_ptr(cpu.uc, addr, size, UC_PROT_READ | UC_PROT_EXEC, view.get()),
+          "uc_mem_map_ptr(text)");
+    r.views.push_back(std::move(view));
+  }
+  text.push_back(std::move(r));
+  lastText = nullptr;
+}
+
+void Machine::Impl::addDataRegion(std::uint64_t addr, std::uint64_t size,
+                                  std::span<const std::uint8_t> init) {
+  if (addr % kPage)
+    fatal("data at {:#x} is not page aligned", addr);
+  size = roundUp(std::max<std::uint64_t>({size, init.size(), 1}), kPage);
+  checkFree(addr, size);
+  DataRegion r;
+  r.base = addr;
+  r.size = size;
+  r.memory = allocHost(size);
+  std::memset(r.memory.get(), 0, size);
+  if (!init.empty())
+    std::memcpy(r.memory.get(), init.data(), init.size());
+  for (CpuRuntime &cpu : cpus)
+    check(uc_mem_map_ptr(cpu.uc, addr, size, UC_PROT_READ | UC_PROT_WRITE, r.memory.get()),
+          "uc_mem_map_ptr(data)");
+  data.push_back(std::move(r));
+}
+
+TextRegion *Machine::Impl::textAt(std::uint64_t addr) {
+  if (lastText && lastText->contains(addr))
+    return lastText;
+  for (TextRegion &r : text)
+    if (r.contains(addr))
+      return lastText = &r;
+  return nullptr;
+}
+
+const TextRegion *Machine::Impl::textAt(std::uint64_t addr) const {
+  for (const TextRegion &r : text)
+    if (r.contains(addr))
+      return &r;
+  return nullptr;
+}
+
+TextRegion *Machine::Impl::textRange(std::uint64_t addr, std::uint64_t size) {
+  TextRegion *r = textAt(addr);
+  if (!r || size == 0 || addr + size - r->base > r->size)
+    return nullptr;
+  return r;
+}
+
+bool Machine::Impl::lineWatchedAt(std::uint64_t addr) {
+  TextRegion *r = textAt(addr);
+  return r && r->lineWatched[(addr - r->base) / kLineSize];
+}
+
+bool Machine::Impl::needsStep(unsigned cpu, std::uint64_t pc) {
+  return state.cpus[cpu].pending() || lineWatchedAt(pc) || lineWatchedAt(pc + maxInsn - 1);
+}
+
+void Machine::Impl::watchLines(std::uint64_t addr, std::uint64_t size) {
+  TextRegion *r = textRange(addr, size);
+  FTSIM_ASSERT(r);
+  for (std::uint64_t line = lineOf(addr); line < addr + size; line += kLineSize) {
+    std::uint8_t &w = r->lineWatched[(line - r->base) / kLineSize];
+    if (w)
+      continue;
+    w = 1;
+    if (config.quantum == 1)
+      continue;
+    // Fast mode: make runs stop before this line. Translated blocks made before the hook existed
+    // have no call to it, so they go.
+    std::uint64_t from = line - (maxInsn - 1);
+    for (CpuRuntime &cpu : cpus) {
+      if (!cpu.hookedLines.insert(line).second)
+        continue;
+      uc_hook h;
+      check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onWatchedCode), &cpu,
+                        from, line + kLineSize - 1),
+            "uc_hook_add(CODE)");
+      uc_ctl_remove_cache(cpu.uc, from, line + kLineSize);
+    }
+  }
+}
+
+void Machine::Impl::refreshLine(unsigned cpu, std::uint64_t line) {
+  CpuState &cs = state.cpus[cpu];
+  if (!cs.dirtyLines.erase(line))
+    return;
+  TextRegion *r = textAt(line);
+  FTSIM_ASSERT(r);
+  std::memcpy(r->views[cpu].get() + (line - r->base), r->canonical.get() + (line - r->base),
+              kLineSize);
+  uc_ctl_remove_cache(cpus[cpu].uc, line, line + kLineSize);
+}
+
+// A serialising event (IPI, exception return, isync/cpuid): the CPU's view becomes canonical.
+void Machine::Impl::serialise(unsigned cpu) {
+  CpuState &cs = state.cpus[cpu];
+  while (!cs.dirtyLines.empty())
+    refreshLine(cpu, *cs.dirtyLines.begin());
+  std::uint64_t runStart = 0, runEnd = 0;
+  auto flush = [&] {
+    if (runEnd > runStart)
+      uc_ctl_remove_cache(cpus[cpu].uc, runStart, runEnd);
+  };
+  const unsigned granule = arch.insnAlignment();
+  for (const auto &[addr, values] : cs.history) {
+    TextRegion *r = textAt(addr);
+    std::memcpy(r->views[cpu].get() + (addr - r->base), r->canonical.get() + (addr - r->base),
+                granule);
+    if (addr != runEnd) {
+      flush();
+      runStart = addr;
+    }
+    runEnd = addr + granule;
+  }
+  flush();
+  cs.history.clear();
+}
+
+// Stale model: before fetching at `pc`, the scheduler picks, for each fetch granule of the
+// instruction that has held more than one value since the CPU last serialised, which of them it
+// reads. The granule is the unit of single-copy atomic instruction fetch: a byte on x86 (the SDM
+// leaves cross-modified code "model-specific", so any byte may be stale on its own), an aligned
+// word on powerpc (Power ISA v3.1 Book II 1.4: aligned instruction fetches are single-copy
+// atomic). Granules are chosen in address order and only while they can still belong to the
+// instruction: once the bytes chosen so far decode to an instruction that ends before the next
+// candidate, the later ones cannot matter (x86 decoding consumes bytes in order).
+void Machine::Impl::chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &scheduler) {
+  CpuState &cs = state.cpus[cpu];
+  TextRegion *r = textAt(pc);
+  if (!r)
+    return;
+  const unsigned granule = arch.insnAlignment();
+  std::uint64_t end = std::min(pc + maxInsn, r->base + r->size);
+  std::uint8_t *view = r->views[cpu].get();
+  std::uint64_t lo = 0, hi = 0;
+  for (auto it = cs.history.lower_bound(pc - pc % granule);
+       it != cs.history.end() && it->first < end; ++it) {
+    std::uint64_t addr = it->first;
+    if (addr > pc && granule == 1) {
+      std::span<const std::uint8_t> bytes(view + (pc - r->base), end - pc);
+      auto insns = arch.disassemble(bytes, pc);
+      if (!insns.empty() && pc + insns.front().size <= addr)
+        break;
+    }
+    DecisionPoint point;
+    point.kind = DecisionKind::StaleByte;
+    point.options = static_cast<std::uint32_t>(it->second.size() / granule);
+    point.cpu = cpu;
+    point.addr = addr;
+    point.values = it->second;
+    std::uint32_t choice = decide(scheduler, point);
+    const std::uint8_t *value = it->second.data() + std::size_t{choice} * granule;
+    std::uint8_t *slot = view + (addr - r->base);
+    if (std::memcmp(slot, value, granule) != 0) {
+      std::memcpy(slot, value, granule);
+      lo = lo == hi ? addr : lo;
+      hi = addr + granule;
+    }
+  }
+  if (hi > lo)
+    uc_ctl_remove_cache(cpus[cpu].uc, lo, hi);
+}
+
+// Everything a CPU must do to its view before fetching at `pc` (the second half of a split fetch
+// when `secondHalf`).
+void Machine::Impl::prepareFetch(unsigned cpu, std::uint64_t pc, bool secondHalf,
+                                 Scheduler &scheduler) {
+  CpuState &cs = state.cpus[cpu];
+  if (!cs.dirtyLines.empty()) {
+    if (!secondHalf)
+      refreshLine(cpu, lineOf(pc));
+    refreshLine(cpu, lineOf(pc + maxInsn - 1));
+  }
+  if (!cs.history.empty())
+    chooseStaleBytes(cpu, pc, scheduler);
+}
+
+// The store reaches `cpu`'s view now: a granule it still had stale history for is now exactly
+// canonical.
+void Machine::Impl::storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,
+                                  std::span<const std::uint8_t> bytes) {
+  std::memcpy(r.views[cpu].get() + (addr - r.base), bytes.data(), bytes.size());
+  uc_ctl_remove_cache(cpus[cpu].uc, addr, addr + bytes.size());
+  auto &h = state.cpus[cpu].history;
+  h.erase(h.lower_bound(addr - addr % arch.insnAlignment()), h.lower_bound(addr + bytes.size()));
+}
+
+// StoreReach::AtLineRead: the lines the store touches are behind in `cpu`'s view.
+void Machine::Impl::markLinesBehind(unsigned cpu, std::uint64_t addr, std::uint64_t size) {
+  for (std::uint64_t line = lineOf(addr); line < addr + size; line += kLineSize)
+    state.cpus[cpu].dirtyLines.insert(line);
+}
+
+// StoreReach::ByChoice: record, per fetch granule the store touches, its value before and after
+// the store (each value once; a granule back at its only value has no history).
+void Machine::Impl::rememberGranules(unsigned cpu, const TextRegion &r, std::uint64_t addr,
+                                     std::span<const std::uint8_t> bytes) {
+  const unsigned granule = arch.insnAlignment();
+  for (std::uint64_t g = addr - addr % granule; g < addr + bytes.size(); g += granule) {
+    const std::uint8_t *before = r.canonical.get() + (g - r.base);
+    std::uint8_t after[8];
+    std::memcpy(after, before, granule);
+    for (unsigned i = 0; i < granule; ++i)
+      if (g + i >= addr && g + i < addr + bytes.size())
+        after[i] = bytes[g + i - addr];
+    std::vector<std::uint8_t> &h = state.cpus[cpu].history[g];
+    auto holds = [&](const std::uint8_t *v) {
+      for (std::size_t k = 0; k < h.size(); k += granule)
+        if (std::memcmp(h.data() + k, v, granule) == 0)
+          return true;
+      return false;
+    };
+    if (h.empty())
+      h.insert(h.end(), before, before + granule);
+    if (!holds(after))
+      h.insert(h.end(), after, after + granule);
+    if (h.size() == granule)
+      state.cpus[cpu].history.erase(g);
+  }
+}
+
+// One atomic store of the patcher. The writing CPU sees its own stores (x86 self-modifying-code
+// detection; a powerpc CPU reads its own stores through its data cache once it syncs, which the
+// patcher does); the other CPUs as the fetch model says.
+void Machine::Impl::applyStore() {
+  const std::uint64_t addr = patcher.storeAddr;
+  const arch::Bytes &bytes = patcher.storeBytes;
+  TextRegion *r = textRange(addr, bytes.size());
+  FTSIM_ASSERT(r);
+  for (unsigned c = 0; c < config.cpus; ++c) {
+    const StoreReach reach =
+        c == config.patcherCpu ? StoreReach::AtOnce : config.fetchModel->storeReach();
+    switch (reach) {
+    case StoreReach::AtOnce:
+      storeIntoView(c, *r, addr, bytes);
+      break;
+    case StoreReach::AtLineRead:
+      markLinesBehind(c, addr, bytes.size());
+      break;
+    case StoreReach::ByChoice:
+      rememberGranules(c, *r, addr, bytes);
+      break;
+    }
+  }
+  const std::uint64_t off = addr - r->base;
+  std::memcpy(r->canonical.get() + off, bytes.data(), bytes.size());
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    r->flags[off + i] |= kWritten;
+  watchLines(addr, bytes.size());
+  ++state.storesDone;
+}
+
+void Machine::pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+  Impl &m = *impl_;
+  TextRegion *r = m.textRange(addr, bytes.size());
+  if (!r)
+    fatal("pokeText {:#x}+{} is not inside text", addr, bytes.size());
+  std::memcpy(r->canonical.get() + (addr - r->base), bytes.data(), bytes.size());
+  for (unsigned c = 0; c < m.config.cpus; ++c)
+    m.storeIntoView(c, *r, addr, bytes);
+}
+
+} // namespace ftsim::sim

@@ -1,0 +1,237 @@
+// The run loop: the enabled events, the scheduler's decisions, and executing one event.
+
+#include "MachineImpl.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ftsim::sim {
+
+std::uint32_t Machine::Impl::decide(Scheduler &scheduler, const DecisionPoint &point) {
+  std::uint32_t choice = scheduler.decide(self, point);
+  if (choice >= point.options)
+    FTSIM_PANIC("scheduler answered {} to a decision with {} options", choice, point.options);
+  state.decisions.push_back({point.kind, choice, point.options});
+  return choice;
+}
+
+// --- Enabled events ------------------------------------------------------------------------------
+
+bool Machine::Impl::patcherHoldsCpu(unsigned cpu) const {
+  if (cpu != config.patcherCpu)
+    return false;
+  PatcherState s = patcher.state;
+  return s == PatcherState::Store || s == PatcherState::Publish || s == PatcherState::WaitIpis;
+}
+
+std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
+  std::size_t n = 0;
+  for (unsigned c = 0; c < config.cpus; ++c) {
+    CpuState &cs = state.cpus[c];
+    auto cpu = static_cast<std::uint8_t>(c);
+    if (cs.ipiPending && !cs.halfFetched)
+      out[n++] = {EventKind::Ipi, cpu};
+    if (cs.current < 0 || patcherHoldsCpu(c))
+      continue;
+    out[n++] = {stepKind(c), cpu};
+    if (config.preemption && !cs.halfFetched && cs.runnable > 1)
+      out[n++] = {EventKind::Preempt, cpu};
+  }
+  if (patcher.state == PatcherState::Store)
+    out[n++] = {EventKind::Store, static_cast<std::uint8_t>(config.patcherCpu)};
+  else if (patcher.state == PatcherState::Publish)
+    out[n++] = {EventKind::Publish, static_cast<std::uint8_t>(config.patcherCpu)};
+  return n;
+}
+
+EventKind Machine::Impl::stepKind(unsigned cpu) {
+  CpuState &cs = state.cpus[cpu];
+  if (cs.halfFetched)
+    return EventKind::Step;
+  std::uint64_t pc = cs.pc;
+  // An instruction that may straddle two lines of watched text is fetched in two events when the
+  // fetch model reads lines at their own instants (a "may", decided without decoding: a spurious
+  // split only adds a harmless event).
+  if (config.fetchModel->splitsFetchAtLines() && pc % kLineSize > kLineSize - maxInsn &&
+      (lineWatchedAt(pc) || lineWatchedAt(pc + maxInsn - 1)))
+    return EventKind::FetchLine;
+  if (config.quantum > 1 && !needsStep(cpu, pc))
+    return EventKind::Run;
+  return EventKind::Step;
+}
+
+// --- Executing events ----------------------------------------------------------------------------
+
+EventRecord Machine::Impl::beginRecord(EventKind kind, unsigned cpu) {
+  EventRecord rec;
+  rec.index = state.log.size();
+  rec.kind = kind;
+  rec.cpu = static_cast<std::uint8_t>(cpu);
+  rec.task = static_cast<std::int16_t>(state.cpus[cpu].current);
+  rec.pc = state.cpus[cpu].pc;
+  return rec;
+}
+
+void Machine::Impl::setRecordBytes(EventRecord &rec, const std::uint8_t *bytes, std::size_t n) {
+  rec.byteCount = static_cast<std::uint8_t>(std::min<std::size_t>(n, sizeof rec.bytes));
+  std::memcpy(rec.bytes, bytes, rec.byteCount);
+}
+
+void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
+                            Scheduler &scheduler) {
+  CpuRuntime &rt = cpus[cpu];
+  CpuState &cs = state.cpus[cpu];
+  const std::uint64_t pc = cs.pc;
+  bool serialiseAfter = false;
+  if (count == 1) {
+    bool secondHalf = cs.halfFetched;
+    cs.halfFetched = false;
+    if (cs.pending())
+      prepareFetch(cpu, pc, secondHalf, scheduler);
+    if (TextRegion *r = textAt(pc)) {
+      std::uint8_t flags = r->flags[pc - r->base];
+      if (flags & (kSiteByte | kFreedByte))
+        checkWatchedFetch(cpu, rec, *r, pc, flags);
+      if (!cs.history.empty() || !cs.dirtyLines.empty() || flags) {
+        std::uint8_t window[16] = {};
+        std::size_t n = std::min<std::uint64_t>(sizeof window, r->base + r->size - pc);
+        std::memcpy(window, r->views[cpu].get() + (pc - r->base), n);
+        serialiseAfter = abi.serialising(window);
+      }
+    }
+  }
+  rt.intno = -1;
+  rt.memFault = false;
+  rt.memFaultAddr = 0;
+  rt.dataSeen = false;
+  rt.freeRunning = count > 1;
+  uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, count);
+  rt.freeRunning = false;
+  const std::uint64_t after = readReg(cpu, abi.pcReg);
+  rec.pcAfter = after;
+  cs.pc = after;
+  if (count == 1)
+    ++state.stepped;
+  if (rt.dataSeen) {
+    rec.dataAddr = rt.dataAddr;
+    rec.dataSize = rt.dataSize;
+    rec.dataWrite = rt.dataWrite;
+  }
+  if (err != UC_ERR_OK) {
+    // A failed fetch faults at the address fetched (a jump or return into unmapped text), any
+    // other fault at the instruction.
+    const bool fetch = err == UC_ERR_FETCH_UNMAPPED || err == UC_ERR_FETCH_PROT;
+    guestFault(cpu, rec, fetch ? rt.memFaultAddr : count == 1 ? pc : after, faultMessage(err, rt));
+  } else if (rt.intno >= 0) {
+    handleTrap(cpu, rec, after, rt.intno);
+  } else if (count == 1 && after == pc) {
+    guestFault(cpu, rec, pc, "no progress (unreachable exit address)");
+  } else if (serialiseAfter) {
+    serialise(cpu);
+    rec.outcome = StepOutcome::Serialised;
+  } else if (count > 1 && needsStep(cpu, after)) {
+    rec.outcome = StepOutcome::WatchedStop;
+  }
+}
+
+void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler) {
+  const unsigned cpu = choice.cpu;
+  EventRecord rec = beginRecord(choice.kind, cpu);
+  switch (choice.kind) {
+  case EventKind::Step:
+    execute(cpu, rec, 1, scheduler);
+    break;
+  case EventKind::Run:
+    execute(cpu, rec, config.quantum, scheduler);
+    break;
+  case EventKind::FetchLine:
+    if (!state.cpus[cpu].dirtyLines.empty())
+      refreshLine(cpu, lineOf(rec.pc));
+    state.cpus[cpu].halfFetched = true;
+    break;
+  case EventKind::Ipi:
+    state.cpus[cpu].ipiPending = false;
+    serialise(cpu);
+    break;
+  case EventKind::Preempt: {
+    TaskRecord &t = state.tasks[state.cpus[cpu].current];
+    t.voluntarilyOff = false;
+    switchTo(cpu, nextTask(cpu));
+    serialise(cpu); // the interrupt returns into the next task with iret / rfi
+    break;
+  }
+  case EventKind::Store:
+    rec.task = -1;
+    rec.storeAddr = patcher.storeAddr;
+    rec.storeSize = static_cast<std::uint8_t>(patcher.storeBytes.size());
+    setRecordBytes(rec, patcher.storeBytes.data(), patcher.storeBytes.size());
+    applyStore();
+    break;
+  case EventKind::Publish: {
+    rec.task = -1;
+    auto &names = state.publishNames;
+    auto it = std::find(names.begin(), names.end(), patcher.publishWhat);
+    rec.detail = static_cast<std::uint64_t>(it - names.begin());
+    if (it == names.end())
+      names.push_back(patcher.publishWhat);
+    (*patcher.publishWrite)();
+    break;
+  }
+  case EventKind::Alloc:
+  case EventKind::Free:
+    FTSIM_PANIC("{} is not a schedulable event", eventKindName(choice.kind));
+  }
+  state.log.push_back(rec);
+  if (choice.kind == EventKind::Store || choice.kind == EventKind::Publish)
+    resumePatcher();
+}
+
+void Machine::Impl::logNote(EventKind kind, std::uint64_t addr, std::uint64_t size) {
+  EventRecord rec;
+  rec.index = state.log.size();
+  rec.kind = kind;
+  rec.cpu = static_cast<std::uint8_t>(config.patcherCpu);
+  rec.storeAddr = addr;
+  rec.detail = size;
+  state.log.push_back(rec);
+}
+
+RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
+  RunResult result;
+  EventChoice enabled[8 * 3 + 1];
+  resumeWaitingPatcher();
+  while (result.events < maxEvents) {
+    std::size_t n = enabledEvents(enabled);
+    if (n == 0) {
+      if (patcher.alive) {
+        EventRecord rec;
+        rec.index = state.log.size();
+        rec.cpu = static_cast<std::uint8_t>(config.patcherCpu);
+        addFinding(FindingKind::Deadlock, rec, 0, 0, {},
+                   fmt::format("the patcher waits ({}) and no event can run",
+                               patcherStateName(patcher.state)));
+        result.status = RunResult::Status::Deadlock;
+      }
+      return result;
+    }
+    std::uint32_t pick = 0;
+    if (n > 1) {
+      DecisionPoint point;
+      point.kind = DecisionKind::Event;
+      point.options = static_cast<std::uint32_t>(n);
+      point.events = std::span<const EventChoice>(enabled, n);
+      pick = decide(scheduler, point);
+    }
+    executeEvent(enabled[pick], scheduler);
+    ++result.events;
+    resumeWaitingPatcher();
+  }
+  result.status = RunResult::Status::EventLimit;
+  return result;
+}
+
+} // namespace ftsim::sim
