@@ -67,9 +67,8 @@ void runTrampolineCheck(const CheckOptions &o, CommandResult &result) {
     t.scenario = verify::TrampolineScenarioKind::OpsUafNoSync;
   else
     fatal("--tramp-scenario '{}' (known: tramp-free-preempted, ops-uaf-no-sync)", o.trampScenario);
-  const std::string arch = o.arch.empty() ? "x86_64" : o.arch;
-  if (arch != "x86_64" && arch != "ppc32")
-    fatal("--arch '{}' (known: x86_64, ppc32)", arch);
+  const std::string arch = o.arch.empty() ? defaultArchName() : o.arch;
+  executableArch(arch);
   if (o.explore != "exhaustive")
     fatal("--explore {}: the trampoline scenarios are explored exhaustively within their bounds "
           "(use --explore exhaustive)",
@@ -273,8 +272,8 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
     const std::string origin = o->scenario.empty() ? "check" : o->scenario;
     if (!o->arch.empty()) {
       s.arch = o->arch;
-      if (o->store.empty() && o->scenario.empty() && s.arch == "ppc32")
-        s.store = sim::StoreModel::Word;
+      if (o->store.empty() && o->scenario.empty())
+        s.store = sim::defaultStoreModel(arch::archByName(s.arch));
     }
     if (!o->protocol.empty())
       s.protocol = o->protocol;

@@ -35,6 +35,14 @@ StoreModel parseStoreModel(std::string_view name) {
   fatal("unknown store model '{}' (known: byte, word, line)", name);
 }
 
+StoreModel defaultStoreModel(const arch::Arch &arch) {
+  return arch.atomicInsnWords() ? StoreModel::Word : StoreModel::Byte;
+}
+
+bool isRealStoreModel(const arch::Arch &arch, StoreModel model) {
+  return !(arch.atomicInsnWords() && model == StoreModel::Byte);
+}
+
 FetchModel parseFetchModel(std::string_view name) {
   for (FetchModel m : {FetchModel::Atomic, FetchModel::Line, FetchModel::Stale})
     if (fetchModelName(m) == name)

@@ -10,5 +10,4 @@ target_sources(ftsim_verify PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/src/Explore.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/Replay.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/Mutants.cpp)
-target_link_libraries(ftsim_verify PRIVATE tomlplusplus::tomlplusplus nlohmann_json::nlohmann_json
-  PkgConfig::UNICORN)
+target_link_libraries(ftsim_verify PRIVATE tomlplusplus::tomlplusplus nlohmann_json::nlohmann_json)

@@ -131,7 +131,7 @@ struct EngineSpec {
 struct Scenario {
   std::string name = "site";
   std::string source; // citation for published scenarios
-  std::string arch = "x86_64";
+  std::string arch{::ftsim::arch::defaultArch().name()};
   std::string protocol = "int3";
   unsigned cpus = 2;
   sim::StoreModel store = sim::StoreModel::Byte;
