@@ -9,12 +9,13 @@
 #include "ftsim/model/ImageBoot.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ftsim::cli {
 namespace {
 
 struct BootOptionsCli {
-  std::string arch = "x86_64";
+  std::string arch = defaultArchName();
   std::string image;
   std::size_t synthetic = 0;
   std::uint64_t seed = 1;
@@ -28,7 +29,8 @@ void addBootCommand(CLI::App &app, CommandResult &result) {
       app.add_subcommand("boot", "Boot a guest image as ftrace_init() does and print the boot line "
                                  "(ftrace: allocating N entries in M pages)");
   auto o = std::make_shared<BootOptionsCli>();
-  cmd->add_option("--arch", o->arch, "x86_64 or ppc32")->check(CLI::IsMember({"x86_64", "ppc32"}));
+  cmd->add_option("--arch", o->arch, fmt::format("{}", fmt::join(executableArchNames(), " or ")))
+      ->check(CLI::IsMember(executableArchNames()));
   cmd->add_option("--image", o->image,
                   "built-in image (x86_64-fentry, x86_64-mcount, ppc32-mcount, ppc32-pfe) or a "
                   "linked ELF path");

@@ -5,6 +5,11 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
+
+namespace ftsim::arch {
+class Arch;
+}
 
 namespace ftsim::verify {
 struct HarnessEnv;
@@ -31,13 +36,20 @@ void addFuzzCommand(CLI::App &app, CommandResult &result);
 // The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or
 // the build tree's corpora/ directory this binary was built with.
 std::string guestDir();
-// Resolves --image: a built-in flavour name (x86_64-fentry, x86_64-mcount, ppc32-mcount,
-// ppc32-pfe) or a path to a linked ELF image. Empty `image` selects the architecture's default.
+// Resolves --image: a built-in flavour name (the registry's Arch::guestFlavours: x86_64-fentry,
+// x86_64-mcount, ppc32-mcount, ppc32-pfe) or a path to a linked ELF image. Empty `image` selects
+// the architecture's default flavour.
 std::string resolveImagePath(const std::string &arch, const std::string &image);
 // What a harness needs from the command line's environment: the scenario's guest image, resolved
 // as above.
 verify::HarnessEnv harnessEnv();
 // Writes `text` to `path` (truncating); FatalError naming the path when it cannot.
 void writeTextFile(const std::string &path, const std::string &text);
+
+// The registry's executable ISAs, for --arch choices ("x86_64", "ppc32"), and the default ISA.
+std::vector<std::string> executableArchNames();
+std::string defaultArchName();
+// The executable ISA `name`; FatalError naming the known ones otherwise.
+const arch::Arch &executableArch(const std::string &name);
 
 } // namespace ftsim::cli

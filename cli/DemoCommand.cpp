@@ -51,7 +51,7 @@ bool demoLiveTrace() {
     kernel::KernelConfig config;
     config.machine.cpus = 4;
     config.protocol = "int3";
-    kernel::Kernel kernel(arch::loadImage(resolveImagePath("x86_64", "")), config);
+    kernel::Kernel kernel(arch::loadImage(resolveImagePath(defaultArchName(), "")), config);
     kernel.watchPatchSites();
     for (unsigned cpu = 1; cpu < 4; ++cpu)
       kernel.addWorkload("sched", cpu, 40 + cpu);
@@ -99,7 +99,7 @@ bool demoExplore() {
   bool ok = true;
   for (const char *protocol : {"direct", "int3"}) {
     verify::Scenario s;
-    s.arch = "x86_64";
+    s.arch = defaultArchName();
     s.protocol = protocol;
     s.cpus = 2;
     s.name = std::string("demo-") + protocol;
@@ -142,8 +142,8 @@ void addDemoCommand(CLI::App &app, CommandResult &result) {
                                          "instruction hazard and today's protocol, end to end");
   cmd->callback([&result] {
     section("Boot: every mcount/fentry call site becomes a nop (ftrace_init)");
-    demoBoot("x86_64");
-    demoBoot("ppc32");
+    for (const std::string &name : executableArchNames())
+      demoBoot(name);
 
     section("Live tracing: 3 CPUs run workload_sched while CPU 0 enables the function tracer on "
             "*sched* (int3 protocol, random schedule)");
@@ -154,7 +154,7 @@ void addDemoCommand(CLI::App &app, CommandResult &result) {
     ok &= demoExplore();
 
     section("The slides' breakpoint walk-through (int3 protocol, real protocol code)");
-    const arch::Arch &x86 = arch::archByName("x86_64");
+    const arch::Arch &x86 = arch::defaultArch();
     const std::uint64_t site = 0xffffffff810f45f4;
     const verify::ProtocolTrace trace =
         verify::traceProtocol(x86, "int3", sim::StoreModel::Line,

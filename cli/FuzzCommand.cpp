@@ -11,6 +11,7 @@
 #include "ftsim/verify/Replay.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -25,7 +26,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     double seconds = 10;
     std::uint64_t seed = 1;
     std::uint64_t runs = 0;
-    std::string arch = "x86_64";
+    std::string arch = defaultArchName();
     std::string image;
     std::string cex;
     std::string protocol;
@@ -38,7 +39,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
       ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--seed", o->seed, "seed of the generated sequences and schedules");
   cmd->add_option("--runs", o->runs, "exactly this many runs (the deterministic mode)");
-  cmd->add_option("--arch", o->arch, "x86_64 or ppc32");
+  cmd->add_option("--arch", o->arch, fmt::format("{}", fmt::join(executableArchNames(), " or ")));
   cmd->add_option("--image", o->image, "guest image (flavour or path)");
   cmd->add_option("--max-steps", o->maxSteps, "engine operations per sequence (1-20)")
       ->check(CLI::Range(1, 20));
@@ -49,8 +50,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
   cmd->add_flag("--json", o->json, "machine-readable result on stdout (no times)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   cmd->callback([o, &result] {
-    if (o->arch != "x86_64" && o->arch != "ppc32")
-      fatal("--arch '{}' (known: x86_64, ppc32)", o->arch);
+    executableArch(o->arch);
     verify::FuzzOptions f;
     f.arch = o->arch;
     f.image = o->image;

@@ -9,6 +9,7 @@
 #include "ftsim/verify/Verdict.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ftsim::cli {
 
@@ -16,16 +17,17 @@ void addMutantsCommand(CLI::App &app, CommandResult &result) {
   auto *cmd = app.add_subcommand(
       "mutants", "Mutation score: run every protocol mutant through the exploration oracles and "
                  "the Z3 byte-state proof; the correct protocol must survive");
-  auto archName = std::make_shared<std::string>("x86_64");
+  auto archName = std::make_shared<std::string>(defaultArchName());
   auto all = std::make_shared<bool>(false);
-  cmd->add_option("--arch", *archName, "x86_64 or ppc32");
+  cmd->add_option("--arch", *archName, fmt::format("{}", fmt::join(executableArchNames(), " or ")));
   cmd->add_flag("--all-checkers", *all,
                 "run every checker on every mutant (default: stop at the "
                 "first killer)");
   cmd->callback([archName, all, &result] {
     const arch::Arch &a = arch::archByName(*archName);
     if (!a.executable())
-      fatal("--arch {}: mutants need an executable architecture (x86_64, ppc32)", a.name());
+      fatal("--arch {}: mutants need an executable architecture ({})", a.name(),
+            fmt::join(executableArchNames(), ", "));
     const auto checkers = verify::defaultMutantCheckers(a);
     verify::MutationScore score = verify::runMutants(a, checkers, *all);
     for (const verify::MutantResult &r : score.results) {

@@ -12,6 +12,7 @@
 #include "ftsim/sim/RandomScheduler.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 
@@ -19,7 +20,7 @@ namespace ftsim::cli {
 namespace {
 
 struct TraceOptions {
-  std::string arch = "x86_64";
+  std::string arch = defaultArchName();
   unsigned cpus = 4;
   std::string tracer = "function";
   std::vector<std::string> filters;
@@ -94,8 +95,9 @@ void addTraceCommand(CLI::App &app, CommandResult &result) {
       "trace", "Run guest workloads on the simulated machine with a tracer on and print the trace "
                "in Linux's format");
   auto o = std::make_shared<TraceOptions>();
-  cmd->add_option("--arch", o->arch, "architecture (x86_64, or ppc32: 32-bit big-endian powerpc)")
-      ->check(CLI::IsMember({"x86_64", "ppc32"}));
+  cmd->add_option("--arch", o->arch,
+                  fmt::format("architecture ({})", fmt::join(executableArchNames(), ", ")))
+      ->check(CLI::IsMember(executableArchNames()));
   cmd->add_option("--cpus", o->cpus, "simulated CPUs (1..8)")->check(CLI::Range(1u, 8u));
   cmd->add_option("--tracer", o->tracer, "function, function_graph or nop")
       ->check(CLI::IsMember({"function", "function_graph", "nop"}));

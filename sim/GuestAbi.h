@@ -1,37 +1,14 @@
 #pragma once
-// How the simulator drives one executable ISA through Unicorn: register ids, the trap's interrupt
-// number, poison bytes, default addresses. Private to sim/ (the Arch interface is ISA knowledge
-// shared by everyone; this is only what the machine needs to run guest code).
+// The executable ISA's GuestAbi (ftsim/arch/GuestAbi.h), as the machine needs it. Private to sim/.
 
 #include "ftsim/arch/Arch.h"
-
-#include <cstdint>
-#include <vector>
+#include "ftsim/arch/GuestAbi.h"
 
 namespace ftsim::sim {
 
-struct GuestAbi {
-  int pcReg;
-  int spReg;
-  int argReg;    // first argument
-  int resultReg; // return value
-  int linkReg;   // -1: the return address is on the stack (x86)
-  // UC_HOOK_INTR number of the ISA's trap (x86 int3: 3, with pc past it; powerpc tw: 6, pc + 4).
-  std::uint32_t trapIntno;
-  // Another interrupt number that means "invalid instruction" (powerpc: 96); -1 none.
-  std::int64_t illegalIntno;
-  // Fills unused and freed text: x86 ud2 (0f 0b), powerpc 0x00000000 (an illegal word).
-  std::vector<std::uint8_t> poison;
-  std::uint64_t moduleBase; // MODULES_VADDR
-  std::uint64_t stackBase;
-  // An `until` address no instruction can reach (x86: non-canonical; ppc32: above 32 bits).
-  std::uint64_t unreachable;
-  // Whether `bytes` (at least maxInsnSize, from the instruction start) is an instruction that
-  // serialises instruction fetch (x86 cpuid, iret; powerpc isync, rfi).
-  bool (*serialising)(const std::uint8_t *bytes);
-};
+using GuestAbi = arch::GuestAbi;
 
-// FatalError when `arch` is not executable.
+// The target's GuestAbi; FatalError when `arch` is not executable.
 const GuestAbi &guestAbi(const arch::Arch &arch);
 
 } // namespace ftsim::sim

@@ -23,6 +23,14 @@ StoreModel parseStoreModel(std::string_view name) {
   fatal("unknown store model '{}' (known: byte, word, line)", name);
 }
 
+StoreModel defaultStoreModel(const arch::Arch &arch) {
+  return arch.atomicInsnWords() ? StoreModel::Word : StoreModel::Byte;
+}
+
+bool isRealStoreModel(const arch::Arch &arch, StoreModel model) {
+  return !(arch.atomicInsnWords() && model == StoreModel::Byte);
+}
+
 std::vector<StorePiece> splitStores(StoreModel model, std::uint64_t addr, std::uint32_t size) {
   std::vector<StorePiece> pieces;
   std::uint32_t done = 0;

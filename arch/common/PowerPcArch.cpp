@@ -5,6 +5,7 @@
 //   ppc64: ELFv2 -mprofile-kernel objects (`mflr r0; bl _mcount` after the global entry point's
 //          TOC setup), handled statically: recordmcount, encodings, proofs.
 
+#include "../ppc32/Ppc32Target.h"
 #include "CapstoneDisassembler.h"
 #include "PowerPcBranch.h"
 #include "ftsim/arch/Arch.h"
@@ -48,10 +49,24 @@ constexpr PowerPcVariant kPpc64{"ppc64",
                                 CS_MODE_64 | CS_MODE_BIG_ENDIAN,
                                 UC_MODE_PPC64 | UC_MODE_BIG_ENDIAN};
 
+// What a width contributes beyond encodings: ppc32 runs on the machine, ppc64 is static only.
+struct PowerPcParts {
+  std::vector<std::string> guestFlavours;
+  const std::vector<ProtocolEntry> &protocols;
+  const std::vector<MutantEntry> &mutants;
+  const GuestAbi *abi = nullptr;
+  std::unique_ptr<SnippetEmitter> (*snippets)(const Arch &) = nullptr;
+  std::unique_ptr<LivePatchingRule> (*rule)(const Arch &) = nullptr;
+  std::unique_ptr<FtraceTrampolines> (*trampolines)(const Arch &,
+                                                    const TrampolineRequest &) = nullptr;
+};
+
 class PowerPcArch final : public Arch {
 public:
-  explicit PowerPcArch(const PowerPcVariant &v)
-      : v_(v), disassembler_(CS_ARCH_PPC, v.capstoneMode, /*attSyntax=*/false) {}
+  PowerPcArch(const PowerPcVariant &v, PowerPcParts parts)
+      : v_(v), disassembler_(CS_ARCH_PPC, v.capstoneMode, /*attSyntax=*/false),
+        parts_(std::move(parts)), snippets_(parts_.snippets ? parts_.snippets(*this) : nullptr),
+        rule_(parts_.rule ? parts_.rule(*this) : nullptr) {}
 
   std::string_view name() const override { return v_.name; }
   unsigned wordSize() const override { return v_.bits / 8; }
@@ -95,14 +110,45 @@ public:
   int unicornArch() const override { return UC_ARCH_PPC; }
   int unicornMode() const override { return v_.unicornMode; }
 
+  std::string_view family() const override { return "powerpc"; }
+  BranchForm branchForm() const override { return BranchForm::PowerPcI; }
+  bool atomicInsnWords() const override { return true; }
+  bool nextCallFollowsGracePeriod() const override { return false; }
+  std::vector<std::string> guestFlavours() const override { return parts_.guestFlavours; }
+  const std::vector<ProtocolEntry> &protocolTable() const override { return parts_.protocols; }
+  const std::vector<MutantEntry> &mutants() const override { return parts_.mutants; }
+  const GuestAbi *guestAbi() const override { return parts_.abi; }
+  const SnippetEmitter *snippetEmitter() const override { return snippets_.get(); }
+  const LivePatchingRule *livePatchingRule() const override { return rule_.get(); }
+  std::unique_ptr<FtraceTrampolines>
+  makeTrampolines(const TrampolineRequest &request) const override {
+    return parts_.trampolines ? parts_.trampolines(*this, request) : nullptr;
+  }
+
 private:
   const PowerPcVariant &v_;
   CapstoneDisassembler disassembler_;
+  PowerPcParts parts_;
+  std::unique_ptr<SnippetEmitter> snippets_;
+  std::unique_ptr<LivePatchingRule> rule_;
 };
 
 } // namespace
 
-std::unique_ptr<Arch> createPpc32Arch() { return std::make_unique<PowerPcArch>(kPpc32); }
-std::unique_ptr<Arch> createPpc64Arch() { return std::make_unique<PowerPcArch>(kPpc64); }
+std::unique_ptr<Arch> createPpc32Arch() {
+  return std::make_unique<PowerPcArch>(kPpc32, PowerPcParts{{"ppc32-mcount", "ppc32-pfe"},
+                                                            ppc32Protocols(),
+                                                            ppc32Mutants(),
+                                                            &ppc32GuestAbi(),
+                                                            makePpc32Snippets,
+                                                            makePpc32CmodxRule,
+                                                            makePpc32Trampolines});
+}
+
+std::unique_ptr<Arch> createPpc64Arch() {
+  static const std::vector<ProtocolEntry> noProtocols;
+  static const std::vector<MutantEntry> noMutants;
+  return std::make_unique<PowerPcArch>(kPpc64, PowerPcParts{{}, noProtocols, noMutants});
+}
 
 } // namespace ftsim::arch

@@ -1,7 +1,9 @@
-// One registry table; each target contributes through one explicit factory call.
+// One registry table; each target contributes through one explicit factory call. Adding an ISA is
+// one line here (see arch/README.md); the first entry is the default ISA of every command.
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/Trampolines.h"
 
 #include <fmt/format.h>
 
@@ -39,6 +41,8 @@ const Arch &archByName(std::string_view name) {
   fatal("unknown architecture '{}' (known: {})", name, known);
 }
 
+const Arch &defaultArch() { return *registry().front(); }
+
 const Arch *archByElf(std::uint16_t machine, unsigned elfClass) {
   for (const auto &arch : registry())
     if (arch->elfMachine() == machine && arch->elfClass() == elfClass)
@@ -58,6 +62,14 @@ std::vector<const Arch *> executableArchs() {
   for (const auto &arch : registry())
     if (arch->executable())
       out.push_back(arch.get());
+  return out;
+}
+
+std::unique_ptr<FtraceTrampolines> makeFtraceTrampolines(const Arch &arch,
+                                                         const TrampolineRequest &request) {
+  std::unique_ptr<FtraceTrampolines> out = arch.makeTrampolines(request);
+  if (!out)
+    fatal("no guest ftrace trampolines for {} yet", arch.name());
   return out;
 }
 

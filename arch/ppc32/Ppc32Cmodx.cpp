@@ -1,4 +1,4 @@
-#include "ftsim/arch/Ppc32Cmodx.h"
+#include "Ppc32Cmodx.h"
 
 #include "ftsim/arch/Ppc32Code.h"
 
@@ -12,6 +12,13 @@ std::uint32_t CmodxCheckedPort::wordAt(std::uint64_t addr, bool &ok) {
   return ok ? ppc32::wordOf(b) : 0;
 }
 
+std::vector<std::string> CmodxCheckedPort::findings() const {
+  std::vector<std::string> out;
+  for (const CmodxViolation &v : violations_)
+    out.push_back(v.reason);
+  return out;
+}
+
 void CmodxCheckedPort::flag(std::uint64_t addr, std::uint32_t oldWord, std::uint32_t newWord,
                             std::string why) {
   violations_.push_back(
@@ -20,20 +27,18 @@ void CmodxCheckedPort::flag(std::uint64_t addr, std::uint32_t oldWord, std::uint
 }
 
 bool CmodxCheckedPort::writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
-  if (live_) {
-    if (addr % 4 != 0 || bytes.size() % 4 != 0) {
-      flag(addr, 0, 0, fmt::format("{} bytes not as aligned words", bytes.size()));
-    } else {
-      for (std::size_t i = 0; i < bytes.size(); i += 4) {
-        bool ok = false;
-        const std::uint32_t oldWord = wordAt(addr + i, ok);
-        if (ok)
-          check(addr + i, oldWord, ppc32::wordOf(bytes.subspan(i, 4)));
-      }
+  if (addr % 4 != 0 || bytes.size() % 4 != 0) {
+    flag(addr, 0, 0, fmt::format("{} bytes not as aligned words", bytes.size()));
+  } else {
+    for (std::size_t i = 0; i < bytes.size(); i += 4) {
+      bool ok = false;
+      const std::uint32_t oldWord = wordAt(addr + i, ok);
+      if (ok)
+        check(addr + i, oldWord, ppc32::wordOf(bytes.subspan(i, 4)));
     }
   }
   const bool ok = inner_.writeText(addr, bytes);
-  if (ok && live_)
+  if (ok)
     for (std::size_t i = 0; i + 4 <= bytes.size(); i += 4)
       written_[addr + i] = {gracePeriods_, syncs_};
   return ok;

@@ -45,7 +45,7 @@
 //  - The C functions called from the trampolines are hypercall stubs (`trap; blr`) in the same
 //    text, and return their C result in r3 as the C functions do.
 
-#include "Ppc32Trampolines.h"
+#include "Ppc32Target.h"
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Ppc32Code.h"

@@ -3,6 +3,7 @@
 // arch/x86/include/asm/text-patching.h (text_gen_insn).
 
 #include "../common/CapstoneDisassembler.h"
+#include "X86_64Target.h"
 #include "ftsim/arch/Arch.h"
 
 #include <elf.h>
@@ -30,7 +31,9 @@ EncodeResult rel32(std::uint8_t opcode, std::uint64_t site, std::uint64_t target
 
 class X86_64Arch final : public Arch {
 public:
-  X86_64Arch() : disassembler_(CS_ARCH_X86, CS_MODE_64, /*attSyntax=*/true) {}
+  X86_64Arch()
+      : disassembler_(CS_ARCH_X86, CS_MODE_64, /*attSyntax=*/true),
+        snippets_(makeX86_64Snippets(*this)) {}
 
   std::string_view name() const override { return "x86_64"; }
   unsigned wordSize() const override { return 8; }
@@ -81,8 +84,29 @@ public:
   int unicornArch() const override { return UC_ARCH_X86; }
   int unicornMode() const override { return UC_MODE_64; }
 
+  std::string_view family() const override { return "x86"; }
+  BranchForm branchForm() const override { return BranchForm::Rel32; }
+  bool atomicInsnWords() const override { return false; }
+  bool nextCallFollowsGracePeriod() const override { return true; }
+  std::vector<std::string> guestFlavours() const override {
+    return {"x86_64-fentry", "x86_64-mcount"};
+  }
+  const std::vector<ProtocolEntry> &protocolTable() const override { return x86_64Protocols(); }
+  const std::vector<MutantEntry> &mutants() const override {
+    static const std::vector<MutantEntry> none; // every x86 mutant is a protocol-table variant
+    return none;
+  }
+  const GuestAbi *guestAbi() const override { return &x86_64GuestAbi(); }
+  const SnippetEmitter *snippetEmitter() const override { return snippets_.get(); }
+  const LivePatchingRule *livePatchingRule() const override { return nullptr; }
+  std::unique_ptr<FtraceTrampolines>
+  makeTrampolines(const TrampolineRequest &request) const override {
+    return makeX86_64Trampolines(*this, request);
+  }
+
 private:
   CapstoneDisassembler disassembler_;
+  std::unique_ptr<SnippetEmitter> snippets_;
 };
 
 } // namespace

@@ -33,7 +33,7 @@
 //    (direct trampolines are not modelled).
 //  - The C functions called from the trampolines are hypercall stubs (int3; ret) in the same text.
 
-#include "X86_64Trampolines.h"
+#include "X86_64Target.h"
 
 #include "ftsim/arch/Error.h"
 

@@ -10,7 +10,6 @@
 // when the patcher writes.
 
 #include "ftsim/arch/Image.h"
-#include "ftsim/arch/Ppc32Cmodx.h"
 #include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/arch/Trampolines.h"
 #include "ftsim/model/FtraceCore.h"
@@ -19,6 +18,7 @@
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
+#include "ppc32/Ppc32Cmodx.h"
 
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@ bool trampolineShorthand(const CheckRequest &r) {
 Scenario trampolineScenario(const CheckRequest &r) {
   Scenario s;
   s.code = CodeKind::Trampoline;
-  s.arch = r.arch.value_or("x86_64");
+  s.arch = r.arch.value_or(std::string(arch::defaultArch().name()));
   s.protocol = r.protocol.value_or(arch::protocolsFor(arch::archByName(s.arch)).front().name);
   s.cpus = 2;
   s.store = sim::StoreModel::Word;
@@ -86,9 +86,9 @@ Scenario buildCheckScenario(const CheckRequest &r) {
   const std::string origin = r.scenarioFile.empty() ? "check" : r.scenarioFile;
   if (r.arch) {
     s.arch = *r.arch;
-    // The ISA's real store granule when the user named none (powerpc: aligned words).
-    if (!r.store && r.scenarioFile.empty() && s.arch == "ppc32")
-      s.store = sim::StoreModel::Word;
+    // The ISA's most permissive real store model when the user named none (powerpc: words).
+    if (!r.store && r.scenarioFile.empty())
+      s.store = sim::defaultStoreModel(arch::archByName(s.arch));
   }
   if (r.protocol)
     s.protocol = *r.protocol;

@@ -4,6 +4,7 @@
 // code that runs, not only about a formula.
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
 #include "ftsim/verify/Proofs.h"
 
@@ -160,6 +161,16 @@ ProofResult provePowerPcBranch(unsigned bits) {
   }
   r.milliseconds = since(started);
   return r;
+}
+
+ProofResult proveCallEncoding(const arch::Arch &arch) {
+  switch (arch.branchForm()) {
+  case arch::BranchForm::Rel32:
+    return proveX86Rel32();
+  case arch::BranchForm::PowerPcI:
+    return provePowerPcBranch(arch.wordSize() * 8);
+  }
+  FTSIM_PANIC("unknown branch form");
 }
 
 ProofResult provePowerPcTruncationMisbranches() {

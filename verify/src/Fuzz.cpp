@@ -4,6 +4,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
+#include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/kernel/Kernel.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 #include "ftsim/verify/Check.h"
@@ -109,18 +110,19 @@ Scenario fuzzScenario(const FuzzOptions &options, const std::vector<std::string>
   Scenario s;
   s.name = fmt::format("fuzz-{}-{}", options.seed, index);
   s.arch = options.arch;
-  s.protocol = !options.protocol.empty() ? options.protocol
-               : options.arch == "ppc32" ? "word"
-                                         : "int3";
+  const arch::Arch &isa = arch::archByName(options.arch);
+  s.protocol = !options.protocol.empty() ? options.protocol : arch::defaultProtocol(isa);
   s.code = CodeKind::Kernel;
   s.image = options.image;
   s.cpus = 2 + static_cast<unsigned>(rng.below(2));
   const sim::StoreModel stores[] = {sim::StoreModel::Byte, sim::StoreModel::Word,
                                     sim::StoreModel::Line};
   const auto fetches = sim::allFetchModels(); // atomic, line, stale
-  s.store = options.arch == "ppc32" ? stores[1 + rng.below(2)] : stores[rng.below(3)];
-  // Under the per-byte stale model an aligned powerpc word can tear (README, Exploration).
-  s.fetch = options.arch == "ppc32" ? fetches[rng.below(2)] : fetches[rng.below(fetches.size())];
+  // Only the models real machines of the ISA have: no byte stores where aligned words are atomic,
+  // and under the per-byte stale model such a word can tear (README, Exploration).
+  const bool words = isa.atomicInsnWords();
+  s.store = words ? stores[1 + rng.below(2)] : stores[rng.below(3)];
+  s.fetch = words ? fetches[rng.below(2)] : fetches[rng.below(fetches.size())];
   s.bounds.maxEvents = 400000;
   EngineSpec &e = s.engine;
   const char *workloads[] = {"sched", "mm"};

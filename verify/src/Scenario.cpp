@@ -69,9 +69,10 @@ void Scenario::validate(const std::string &origin) const {
   if (siteOffset % a->insnAlignment() != 0)
     bad(fmt::format("site_offset = {} is not {}-byte aligned as {} instructions are", siteOffset,
                     a->insnAlignment(), arch));
-  if (arch == "ppc32" && store == sim::StoreModel::Byte && code == CodeKind::Snippet)
-    bad("store = byte is not a real powerpc machine (aligned word stores are atomic): use word "
-        "or line");
+  if (!sim::isRealStoreModel(*a, store))
+    bad(fmt::format("store = {} is not a real {} machine (aligned word stores are atomic): use "
+                    "word or line",
+                    sim::storeModelName(store), a->family()));
   if (calls < 1 || calls > 64)
     bad(fmt::format("calls = {} is out of range (1-64)", calls));
   if (tasksPerCpu < 1 || tasksPerCpu > 4)

@@ -1,21 +1,21 @@
-// Hand-built guest code for site-level scenarios, one layout for both executable ISAs.
+// Guest code for site-level scenarios: one layout for every executable ISA, encoded by the
+// target's SnippetEmitter.
 
 #include "ftsim/verify/SiteHarness.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/GuestAbi.h"
+#include "ftsim/arch/SnippetEmitter.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-
-#include <unicorn/unicorn.h>
 
 #include <algorithm>
 
 namespace ftsim::verify {
 namespace {
 
-constexpr std::uint64_t kX86Text = 0xffffffff81000000ull; // -mcmodel=kernel
-constexpr std::uint64_t kPpcText = 0xc0000000ull;         // PAGE_OFFSET of ppc32
 constexpr std::uint64_t kTextSize = 0x4000;
-// The slide's call `e8 37 2e 00 00`: trampoline A sits 0x2e37 bytes past the first site's end.
+// The slide's call `e8 37 2e 00 00`: trampoline A sits 0x2e37 bytes past the first site's end
+// (rounded down to an instruction boundary where instructions are aligned).
 constexpr std::uint64_t kSlideDisplacement = 0x2e37;
 
 struct Layout {
@@ -34,13 +34,6 @@ public:
       FTSIM_PANIC("scenario code at {:#x} outside its text", at);
     std::copy(bytes.begin(), bytes.end(), bytes_.begin() + static_cast<std::ptrdiff_t>(at - base_));
   }
-  void put(std::uint64_t at, std::initializer_list<std::uint8_t> bytes) {
-    put(at, std::span<const std::uint8_t>(bytes.begin(), bytes.size()));
-  }
-  void word(std::uint64_t at, std::uint32_t w) { // big-endian powerpc word
-    put(at, {static_cast<std::uint8_t>(w >> 24), static_cast<std::uint8_t>(w >> 16),
-             static_cast<std::uint8_t>(w >> 8), static_cast<std::uint8_t>(w)});
-  }
   const std::vector<std::uint8_t> &bytes() const { return bytes_; }
 
 private:
@@ -53,6 +46,12 @@ arch::Bytes encodeCall(const arch::Arch &arch, std::uint64_t site, std::uint64_t
   if (!r.ok)
     FTSIM_PANIC("scenario call {:#x} -> {:#x}: {}", site, target, r.error);
   return r.bytes;
+}
+
+const arch::SnippetEmitter &emitterOf(const arch::Arch &arch) {
+  if (!arch.snippetEmitter())
+    fatal("site scenarios need an executable architecture; {} is not one", arch.name());
+  return *arch.snippetEmitter();
 }
 
 } // namespace
@@ -147,15 +146,8 @@ std::uint64_t SiteHarness::finalStateHash() const {
 }
 
 void SiteHarness::recordHit(arch::GuestContext &ctx, unsigned which) {
-  std::uint64_t ret = 0;
-  if (arch_.name() == "x86_64") {
-    std::uint8_t b[8];
-    if (ctx.readMemory(ctx.sp(), b))
-      for (unsigned i = 0; i < 8; ++i)
-        ret |= static_cast<std::uint64_t>(b[i]) << (8 * i);
-  } else {
-    ret = ctx.reg(UC_PPC_REG_LR);
-  }
+  const arch::GuestAbi &abi = *arch_.guestAbi();
+  const std::uint64_t ret = abi.returnAddress(abi, ctx);
   TraceHit hit;
   hit.event = machine_->events().size();
   hit.cpu = ctx.cpu();
@@ -166,20 +158,17 @@ void SiteHarness::recordHit(arch::GuestContext &ctx, unsigned which) {
 }
 
 void SiteHarness::build() {
-  const bool x86 = arch_.name() == "x86_64";
+  const arch::SnippetEmitter &emit = emitterOf(arch_);
   Layout l;
-  l.text = x86 ? kX86Text : kPpcText;
+  l.text = emit.textBase();
   l.hcSchedule = l.text + 0x00;
   l.hcIdle = l.text + 0x08;
   l.hcUser = l.text + 0x10;
   l.hcExit = l.text + 0x18;
   l.worker = l.text + 0x40;
-  l.prologue = x86 ? 4 : 12;
-  // Unused text is the ISA's poison: x86 int3 (a stray jump traps, unowned: a guest fault),
-  // powerpc 0 (an illegal instruction).
-  CodeBuffer code(l.text, kTextSize, x86 ? 0xcc : 0x00);
-  const arch::Bytes stub =
-      x86 ? arch::Bytes{0xcc, 0xc3} : arch::Bytes{0x7f, 0xe0, 0x00, 0x08, 0x4e, 0x80, 0x00, 0x20};
+  l.prologue = emit.prologueSize();
+  CodeBuffer code(l.text, kTextSize, emit.fill());
+  const arch::Bytes stub = emit.hypercallStub();
   for (std::uint64_t s : {l.hcSchedule, l.hcIdle, l.hcUser, l.hcExit})
     code.put(s, stub);
 
@@ -196,7 +185,8 @@ void SiteHarness::build() {
     site.transition = scenario_.sites[j];
     sites_.push_back(site);
   }
-  trampA_ = sites_[0].addr + (x86 ? arch_.siteSize() + kSlideDisplacement : 0x2e38);
+  const std::uint64_t slide = sites_[0].addr + arch_.siteSize() + kSlideDisplacement;
+  trampA_ = slide - slide % arch_.insnAlignment();
   // B differs from A in two displacement bytes, so a call->call rewrite is not a single-byte
   // store (the real ftrace_call moves between ftrace_stub and a tracer, far apart).
   trampB_ = trampA_ + 0x1040;
@@ -217,65 +207,10 @@ void SiteHarness::build() {
       site.oldBytes = callA, site.newBytes = callB;
       break;
     }
-    const std::uint64_t f = site.function;
-    if (x86) {
-      code.put(f, {0x55, 0x48, 0x89, 0xe5}); // push %rbp; mov %rsp,%rbp
-      code.put(site.addr, site.oldBytes);
-      code.put(site.addr + 5, {0x5d, 0xc3}); // pop %rbp; ret
-    } else {
-      code.word(f, 0x9421fff0);     // stwu r1,-16(r1)
-      code.word(f + 4, 0x7c0802a6); // mflr r0
-      code.word(f + 8, 0x90010014); // stw r0,20(r1)
-      code.put(site.addr, site.oldBytes);
-      code.word(site.addr + 4, 0x80010014);  // lwz r0,20(r1)
-      code.word(site.addr + 8, 0x7c0803a6);  // mtlr r0
-      code.word(site.addr + 12, 0x38210010); // addi r1,r1,16
-      code.word(site.addr + 16, 0x4e800020); // blr
-    }
+    code.put(site.function, emit.tracedFunction(site.function, site.oldBytes));
   }
-
   // worker(seed): acc = seed; `calls` times { for each f_j: acc += 3; f_j(); }; return acc.
-  std::uint64_t at = l.worker;
-  if (x86) {
-    code.put(at, {0x48, 0x89, 0xf8}); // mov %rdi,%rax
-    at += 3;
-    code.put(at, {0xb9, static_cast<std::uint8_t>(scenario_.calls), 0, 0, 0}); // mov $n,%ecx
-    at += 5;
-    const std::uint64_t loop = at;
-    for (std::uint64_t f : functions) {
-      code.put(at, {0x48, 0x83, 0xc0, 0x03}); // add $3,%rax
-      at += 4;
-      code.put(at, encodeCall(arch_, at, f));
-      at += 5;
-    }
-    code.put(at, {0xff, 0xc9}); // dec %ecx
-    at += 2;
-    const auto rel = static_cast<std::uint32_t>(loop - (at + 6));
-    code.put(at, {0x0f, 0x85, static_cast<std::uint8_t>(rel), static_cast<std::uint8_t>(rel >> 8),
-                  static_cast<std::uint8_t>(rel >> 16), static_cast<std::uint8_t>(rel >> 24)});
-    at += 6;
-    code.put(at, {0xc3}); // ret
-  } else {
-    code.word(at, 0x9421fff0);                        // stwu r1,-16(r1)
-    code.word(at + 4, 0x7c0802a6);                    // mflr r0
-    code.word(at + 8, 0x90010014);                    // stw r0,20(r1)
-    code.word(at + 12, 0x38800000 | scenario_.calls); // li r4,calls
-    at += 16;
-    const std::uint64_t loop = at;
-    for (std::uint64_t f : functions) {
-      code.word(at, 0x38630003); // addi r3,r3,3
-      code.put(at + 4, encodeCall(arch_, at + 4, f));
-      at += 8;
-    }
-    code.word(at, 0x3884ffff);     // addi r4,r4,-1
-    code.word(at + 4, 0x2c040000); // cmpwi r4,0
-    const auto disp = static_cast<std::uint32_t>(loop - (at + 8)) & 0xfffc;
-    code.word(at + 8, 0x40820000 | disp); // bne loop
-    code.word(at + 12, 0x80010014);       // lwz r0,20(r1)
-    code.word(at + 16, 0x7c0803a6);       // mtlr r0
-    code.word(at + 20, 0x38210010);       // addi r1,r1,16
-    code.word(at + 24, 0x4e800020);       // blr
-  }
+  code.put(l.worker, emit.worker(l.worker, scenario_.calls, functions));
 
   sim::Machine &m = *machine_;
   m.mapText(l.text, code.bytes());

@@ -48,8 +48,8 @@ const sim::Machine &TrampolineHarness::machine() const { return kernel_->machine
 bool TrampolineHarness::sleepsUntilCall() const {
   if (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync)
     return false;
-  return scenario_.trampoline.sleepUntilCall.value_or(
-      arch().name() == "ppc32"); // FIXME(spine-arch): the ISA's default from the registry
+  // By default only where the next call does not follow the grace period at once (ppc32).
+  return scenario_.trampoline.sleepUntilCall.value_or(!arch().nextCallFollowsGracePeriod());
 }
 
 void TrampolineHarness::setUp(bool withPatcher) {

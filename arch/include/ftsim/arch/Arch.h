@@ -1,10 +1,16 @@
 #pragma once
-// The ISA interface. Generic code (model/, sim/, verify/, cli/) only ever talks to an Arch obtained
-// from the registry (archByName / archByElf); it never includes arch/x86_64 or arch/ppc32 headers.
-// Each target implements this class in arch/<isa>/ and registers itself with one explicit call
-// (LLVM MC style), so nothing depends on static initialisation order.
+// The ISA interface: one registered target per ISA. Generic code (model/, sim/, verify/, cli/)
+// only ever talks to an Arch obtained from the registry (archByName / archByElf / defaultArch); it
+// never includes arch/x86_64 or arch/ppc32 headers and never compares ISA names. Each target
+// implements this class in arch/<isa>/ and registers itself with one explicit call in
+// arch/common/Registry.cpp (LLVM MC style), so nothing depends on static initialisation order.
+// Besides encodings, a target supplies its parts through small per-concept interfaces (each in its
+// own header): patch protocols and mutants (PatchProtocol.h), guest trampolines (Trampolines.h),
+// the guest ABI (GuestAbi.h), the site-scenario emitter (SnippetEmitter.h) and the live-patching
+// rule (LivePatchingRule.h). See arch/README.md.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,7 +24,20 @@ using Bytes = std::vector<std::uint8_t>;
 enum class Endian { Little, Big };
 
 // An encoding request that cannot be satisfied: a branch target out of the instruction's range, or
-// misaligned. Never silently truncated (see SCENARIOS.md, ppc-branch-range).
+// misaligned. Never silently truncated.
+struct GuestAbi;
+class SnippetEmitter;
+class LivePatchingRule;
+class FtraceTrampolines;
+struct TrampolineRequest;
+struct ProtocolEntry;
+struct MutantEntry;
+
+// How the ISA's call instruction encodes its target, for the encoding proofs: x86 call rel32
+// (e8 + 32-bit displacement from the next instruction), powerpc I-form `bl` (24-bit LI << 2 from
+// the instruction itself).
+enum class BranchForm { Rel32, PowerPcI };
+
 struct EncodeResult {
   Bytes bytes;       // empty when !ok
   bool ok = false;   // false: target unreachable or misaligned
@@ -86,6 +105,35 @@ public:
   // --- Unicorn ----------------------------------------------------------------------------------
   virtual int unicornArch() const = 0; // uc_arch; only meaningful when executable()
   virtual int unicornMode() const = 0; // uc_mode
+
+  // --- ISA facts the verifier's defaults follow
+  // ---------------------------------------------------
+  virtual std::string_view family() const = 0; // "x86", "powerpc"
+  virtual BranchForm branchForm() const = 0;
+  // Whether an aligned instruction word is stored and fetched as one piece (powerpc: a real
+  // machine never tears it, so the per-byte store and stale-fetch models do not apply; x86: no).
+  virtual bool atomicInsnWords() const = 0;
+  // Whether, in the guest images, a task's next call into a traced function follows an RCU-tasks
+  // grace period at once (x86-64: yes; ppc32: no, it comes after the unregistration unless the
+  // patcher sleeps until the call). The trampoline-freeing scenarios sleep until the call when not.
+  virtual bool nextCallFollowsGracePeriod() const = 0;
+  // The built-in guest images of this ISA (corpora/guest flavours), default first; empty when the
+  // ISA has none (it cannot be executed).
+  virtual std::vector<std::string> guestFlavours() const = 0;
+
+  // --- The target's parts (nullptr / empty when the ISA has none)
+  // ---------------------------------- The protocol table, correct protocol first (PatchProtocol.h:
+  // protocolsFor, makePatchProtocol).
+  virtual const std::vector<ProtocolEntry> &protocolTable() const = 0;
+  // Mutants that are not protocols Linux ran: e.g. a broken encoder under the correct protocol.
+  virtual const std::vector<MutantEntry> &mutants() const = 0;
+  // The simulator's view of the ISA; nullptr when it cannot be executed.
+  virtual const GuestAbi *guestAbi() const = 0;
+  virtual const SnippetEmitter *snippetEmitter() const = 0;
+  virtual const LivePatchingRule *livePatchingRule() const = 0;
+  // The guest ftrace trampolines (ftrace_caller and friends); nullptr when the ISA has none.
+  virtual std::unique_ptr<FtraceTrampolines>
+  makeTrampolines(const TrampolineRequest &request) const = 0;
 };
 
 // "0f 1f 2e 00 00"
@@ -100,6 +148,8 @@ std::string describeBytes(const Arch &arch, std::span<const std::uint8_t> bytes,
 const Arch &archByName(std::string_view name);
 // nullptr when no registered ISA matches.
 const Arch *archByElf(std::uint16_t machine, unsigned elfClass);
+// The ISA a command uses when none is given (the first registered, x86_64).
+const Arch &defaultArch();
 std::vector<const Arch *> allArchs();
 std::vector<const Arch *> executableArchs();
 

@@ -15,6 +15,7 @@
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/MachinePort.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,10 +57,36 @@ struct ProtocolInfo {
   bool correct = false;   // expected to verify
 };
 
+// One row of a target's protocol table (Arch::protocolTable) or mutant list (Arch::mutants).
+using ProtocolFactory =
+    std::function<std::unique_ptr<PatchProtocol>(const Arch &, const ProtocolInfo &)>;
+struct ProtocolEntry {
+  ProtocolInfo info;
+  ProtocolFactory make;
+};
+
+// A mutant that is not a protocol Linux ran: a protocol built only to be killed, or a broken
+// encoder under the correct protocol (`make` then builds the correct one). An encoder mutant names
+// the checker that holds it to the proven call range (`rangeCheck`, "bl-range") and where that
+// checker probes it: `probeSite`, and targets at `probeOffsets` from it.
+struct MutantEntry {
+  ProtocolInfo info;
+  ProtocolFactory make;
+  std::function<EncodeResult(std::uint64_t site, std::uint64_t target)> brokenCall;
+  std::string rangeCheck;
+  std::uint64_t probeSite = 0;
+  std::vector<std::int64_t> probeOffsets;
+};
+
+// The ISA's correct protocol (the first of its table): int3 on x86-64, word on powerpc.
+std::string_view defaultProtocol(const Arch &arch);
+
 // The protocols known for `arch`, correct one first. Names: x86_64: int3, int3-skip, int3-nosync,
 // direct, and the mutants (see ProtocolInfo::difference); ppc32: word, ... .
 std::vector<ProtocolInfo> protocolsFor(const Arch &arch);
 // Throws FatalError naming `name` and the known protocols of `arch`.
 std::unique_ptr<PatchProtocol> makePatchProtocol(const Arch &arch, std::string_view name);
+// A table protocol or one of the target's mutants (Arch::mutants) by name.
+std::unique_ptr<PatchProtocol> makeMutantProtocol(const Arch &arch, std::string_view name);
 
 } // namespace ftsim::arch

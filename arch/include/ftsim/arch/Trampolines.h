@@ -116,8 +116,8 @@ public:
   }
 };
 
-// x86-64 (after ftrace_64.S) and ppc32 (after ftrace_entry.S); FatalError for an ISA without
-// guest trampolines (ppc64 is static only).
+// The target's generator (Arch::makeTrampolines: x86-64 after ftrace_64.S, ppc32 after
+// ftrace_entry.S); FatalError for an ISA without guest trampolines (ppc64 is static only).
 std::unique_ptr<FtraceTrampolines> makeFtraceTrampolines(const Arch &arch,
                                                          const TrampolineRequest &request);
 

@@ -3,6 +3,8 @@
 // (What a CPU fetches while text is being modified is the fetch model, FetchModel.h.) See
 // sim/README.md, "Semantics", for the exact rules and the reasons.
 
+#include "ftsim/arch/Arch.h"
+
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -21,6 +23,13 @@ constexpr std::uint64_t kLineSize = 64;
 std::string_view storeModelName(StoreModel model);
 // FatalError naming the known models when `name` is not one.
 StoreModel parseStoreModel(std::string_view name);
+
+// What the ISA's real machines do, from the target's facts (Arch::atomicInsnWords): the default
+// store model (x86 byte: the sound over-approximation; powerpc word: aligned word stores are
+// atomic), and whether a model exists on real machines of the ISA (powerpc has no byte stores
+// into text).
+StoreModel defaultStoreModel(const arch::Arch &arch);
+bool isRealStoreModel(const arch::Arch &arch, StoreModel model);
 
 // One atomic store of a split write: `offset` bytes into the write, `size` bytes long.
 struct StorePiece {

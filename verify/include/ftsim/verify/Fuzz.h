@@ -22,7 +22,7 @@
 namespace ftsim::verify {
 
 struct FuzzOptions {
-  std::string arch = "x86_64";
+  std::string arch{::ftsim::arch::defaultArch().name()};
   std::string image;     // the scenario's code.image (a flavour name or a path)
   std::string imagePath; // the resolved image file
   std::uint64_t seed = 1;

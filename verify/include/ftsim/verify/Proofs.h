@@ -69,6 +69,8 @@ ProofResult proveX86Rel32();
 // powerpc I-form b/bl: the 24-bit LI field round-trips exactly when the offset is word aligned and
 // within -0x2000000..0x1fffffc; a long-branch stub is needed exactly then (addressBits 32 or 64).
 ProofResult provePowerPcBranch(unsigned addressBits);
+// The proof above that covers `arch`'s call encoding (Arch::branchForm).
+ProofResult proveCallEncoding(const arch::Arch &arch);
 // The ppc-branch-range bug: an encoder that masks the offset into LI without a range check
 // silently branches elsewhere. Holds when Z3 finds such a site and target (the witness is in
 // `counterexample`), i.e. when the hazard the range check prevents is real.

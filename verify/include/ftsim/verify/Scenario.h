@@ -171,7 +171,7 @@ struct ExploreSpec {
 struct Scenario {
   std::string name = "site";
   std::string source; // citation for published scenarios
-  std::string arch = "x86_64";
+  std::string arch{::ftsim::arch::defaultArch().name()};
   std::string protocol = "int3";
   unsigned cpus = 2;
   sim::StoreModel store = sim::StoreModel::Byte;

@@ -4,7 +4,7 @@
 // (b, bl, the preferred nop) may be written over patch-class instructions; for those the executing
 // processor sees either the old or the new word. Anything else written live may execute as
 // neither, so it is a violation, with one exception that encodes Linux's argument for the
-// two-instruction ftrace site (Ppc32Protocols.h; https://lkml.org/lkml/2019/5/20/293):
+// two-instruction ftrace site (Ppc32MflrPatch.cpp; https://lkml.org/lkml/2019/5/20/293):
 //
 //  - `nop` <-> `mflr r0` at A is allowed while the word at A+4 is a `nop`: whichever word a CPU
 //    executes at A, its only effect is on r0, which nothing reads before the next call (a lone
@@ -19,9 +19,10 @@
 //    synchronised since (so no CPU still fetches the stale bl after a nopped mflr).
 //
 // CmodxCheckedPort wraps the MachinePort the patcher uses and records violations; it forwards
-// everything unchanged. A verification oracle reads violations() after the run.
+// everything unchanged. A verification oracle reads violations() (or findings(), the ISA-neutral
+// LivePatchingRule view) after the run. The ppc32 target's live-patching rule (Ppc32CmodxRule.cpp).
 
-#include "ftsim/arch/MachinePort.h"
+#include "ftsim/arch/LivePatchingRule.h"
 
 #include <cstdint>
 #include <map>
@@ -37,14 +38,12 @@ struct CmodxViolation {
   std::string reason; // one line, with the words decoded
 };
 
-class CmodxCheckedPort final : public MachinePort {
+class CmodxCheckedPort final : public RuleCheckedPort {
 public:
   explicit CmodxCheckedPort(MachinePort &inner) : inner_(inner) {}
 
-  // Whether other CPUs may execute the text now. false: boot (text_poke_early, nothing else runs)
-  // and module text not yet live; every write is then allowed.
-  void setLive(bool live) { live_ = live; }
   const std::vector<CmodxViolation> &violations() const { return violations_; }
+  std::vector<std::string> findings() const override;
 
   bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
     return inner_.readText(addr, out);
@@ -81,7 +80,6 @@ private:
   std::uint32_t wordAt(std::uint64_t addr, bool &ok);
 
   MachinePort &inner_;
-  bool live_ = true;
   std::uint64_t gracePeriods_ = 0;
   std::uint64_t syncs_ = 0;
   std::map<std::uint64_t, Written> written_;

@@ -1,0 +1,37 @@
+#pragma once
+// How the simulator drives one executable ISA through Unicorn: register ids, the trap's interrupt
+// number, poison bytes, default addresses, the instructions that serialise instruction fetch. A
+// target that can be executed returns its GuestAbi (Arch::guestAbi()); sim/ asks for it and never
+// names an ISA.
+
+#include "ftsim/arch/MachinePort.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ftsim::arch {
+
+struct GuestAbi {
+  int pcReg;
+  int spReg;
+  int argReg;    // first argument
+  int resultReg; // return value
+  int linkReg;   // -1: the return address is on the stack (x86)
+  // UC_HOOK_INTR number of the ISA's trap (x86 int3: 3, with pc past it; powerpc tw: 6, pc + 4).
+  std::uint32_t trapIntno;
+  // Another interrupt number that means "invalid instruction" (powerpc: 96); -1 none.
+  std::int64_t illegalIntno;
+  // Fills unused and freed text: x86 ud2 (0f 0b), powerpc 0x00000000 (an illegal word).
+  std::vector<std::uint8_t> poison;
+  std::uint64_t moduleBase; // MODULES_VADDR
+  std::uint64_t stackBase;
+  // An `until` address no instruction can reach (x86: non-canonical; ppc32: above 32 bits).
+  std::uint64_t unreachable;
+  // Whether `bytes` (at least maxInsnSize, from the instruction start) is an instruction that
+  // serialises instruction fetch (x86 cpuid, iret; powerpc isync, rfi).
+  bool (*serialising)(const std::uint8_t *bytes);
+  // At a function's first instruction: where it returns to (x86: the word at sp; powerpc: LR).
+  std::uint64_t (*returnAddress)(const GuestAbi &abi, GuestContext &ctx);
+};
+
+} // namespace ftsim::arch

@@ -1,0 +1,38 @@
+#pragma once
+// An ISA's rule for writing code other CPUs may be executing, beyond "the protocol's stores and
+// syncs": powerpc's CMODX (Power ISA v3.1 Book II 1.6: only patch-class instructions may be
+// written live, and other CPUs must context-synchronise before the change is relied on). x86 has
+// none (its int3 protocol is checked by exploration). The verifier applies a target's rule to any
+// scenario of that ISA without knowing the ISA:
+//  - watch(port): a MachinePort that forwards to `port` and records every violation of the rule
+//    by the writes made through it (wrap the patcher's port; read findings() after the run);
+//  - checkProtocol(protocol): drive `protocol` through enable, retarget and disable of one site
+//    on a flat text where every store lands at once, and return the first violation, or why the
+//    protocol returned with a store no other CPU was made to synchronise after.
+
+#include "ftsim/arch/PatchProtocol.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ftsim::arch {
+
+class RuleCheckedPort : public MachinePort {
+public:
+  // One line per violation of the rule, with the words decoded.
+  virtual std::vector<std::string> findings() const = 0;
+};
+
+class LivePatchingRule {
+public:
+  virtual ~LivePatchingRule() = default;
+  // The checker's name in mutation scores ("cmodx+sync:enable-modify-disable").
+  virtual std::string_view name() const = 0;
+  virtual std::unique_ptr<RuleCheckedPort> watch(MachinePort &port) const = 0;
+  virtual std::optional<std::string> checkProtocol(PatchProtocol &protocol) const = 0;
+};
+
+} // namespace ftsim::arch

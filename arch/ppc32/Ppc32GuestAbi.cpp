@@ -1,0 +1,42 @@
+// How the simulator runs ppc32 guest code (GuestAbi.h).
+
+#include "Ppc32Target.h"
+#include "ftsim/arch/Ppc32Code.h"
+
+#include <unicorn/unicorn.h>
+
+namespace ftsim::arch {
+namespace {
+
+bool serialising(const std::uint8_t *b) {
+  const std::uint32_t word = ppc32::wordOf(std::span(b, 4));
+  // isync and rfi are context synchronising (Power ISA book II 1.7, book III 1.5).
+  return word == 0x4c00012c || word == 0x4c000064;
+}
+
+std::uint64_t returnAddress(const GuestAbi &abi, GuestContext &ctx) { return ctx.reg(abi.linkReg); }
+
+} // namespace
+
+const GuestAbi &ppc32GuestAbi() {
+  static const GuestAbi abi{
+      UC_PPC_REG_PC,
+      UC_PPC_REG_1,
+      UC_PPC_REG_3,
+      UC_PPC_REG_3,
+      UC_PPC_REG_LR,
+      6,
+      96,
+      {0x00, 0x00, 0x00, 0x00},
+      // book3s/32 MODULES_VADDR = PAGE_OFFSET - 256 MiB: more than 32 MiB from kernel text, so
+      // calls from text into trampolines need long-branch stubs, as on real hardware.
+      0xb0000000ull,
+      0xd0000000ull,
+      0x100000001ull,
+      serialising,
+      returnAddress,
+  };
+  return abi;
+}
+
+} // namespace ftsim::arch

@@ -1,0 +1,17 @@
+#pragma once
+// The parts of the x86-64 target (X86_64Arch.cpp returns them), one file each.
+
+#include "ftsim/arch/GuestAbi.h"
+#include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/SnippetEmitter.h"
+#include "ftsim/arch/Trampolines.h"
+
+namespace ftsim::arch {
+
+const std::vector<ProtocolEntry> &x86_64Protocols();                  // X86_64Protocols.cpp
+const GuestAbi &x86_64GuestAbi();                                     // X86_64GuestAbi.cpp
+std::unique_ptr<SnippetEmitter> makeX86_64Snippets(const Arch &arch); // X86_64Snippets.cpp
+std::unique_ptr<FtraceTrampolines> makeX86_64Trampolines(const Arch &arch,
+                                                         const TrampolineRequest &request);
+
+} // namespace ftsim::arch
