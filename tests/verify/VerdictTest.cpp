@@ -110,6 +110,30 @@ TEST(Verdict, ASiteOffsetTheIsaCannotHaveIsBadInputNotAProof) {
   EXPECT_THROW(prove(q), FatalError);
 }
 
+// check runs every oracle that applies: on powerpc the ISA's live-patching rule (CMODX) too.
+TEST(Verdict, CheckAppliesTheIsasLivePatchingRule) {
+  auto listed = [](const Harness &h) {
+    for (const auto &o : oraclesFor(h))
+      if (o->name() == "live-patching")
+        return true;
+    return false;
+  };
+  Scenario ppc = site("word-trap-first"); // a trap written over live text: not patch-class
+  ppc.arch = "ppc32";
+  ppc.store = sim::StoreModel::Word;
+  SiteHarness trapFirst(ppc);
+  EXPECT_TRUE(listed(trapFirst));
+  const CheckReport r = check(trapFirst, exploreOptionsFor(ppc));
+  ASSERT_EQ(r.verdict, Verdict::Violation);
+  EXPECT_EQ(r.minimised->violation.oracle, "live-patching");
+  EXPECT_NE(r.minimised->violation.message.find("not a patch-class"), std::string::npos);
+  ppc.protocol = "word"; // Linux's patch_instruction(): one patch-class word
+  SiteHarness word(ppc);
+  EXPECT_EQ(check(word, exploreOptionsFor(ppc)).verdict, Verdict::Verified);
+  SiteHarness x86(site("int3")); // x86 has no such rule
+  EXPECT_FALSE(listed(x86));
+}
+
 // --- One spine: a toy oracle registered from here applies to every kind -------------------------
 
 class ToyOracle final : public Oracle {

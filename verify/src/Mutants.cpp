@@ -64,6 +64,8 @@ MutantChecker exploreChecker(const arch::Arch &arch, std::string label,
                              std::vector<Transition> sites, bool descending) {
   return {"explore:" + label,
           [&arch, sites, descending](const std::string &protocol) -> std::optional<std::string> {
+            if (!isTableProtocol(arch, protocol))
+              return std::nullopt; // the ISA's extra mutants are scored by their own checkers
             Scenario s;
             s.name = "mutant";
             s.arch = std::string(arch.name());
@@ -126,7 +128,7 @@ MutationScore runMutants(const arch::Arch &arch, const std::vector<MutantChecker
       try {
         what = c.check(info.name);
       } catch (const FatalError &) {
-        // A site-level scenario builds protocols from the table by name: a mutant outside the
+        // The Z3 byte-state proof builds protocols from the table by name: a mutant outside the
         // table (Arch::mutants) is not applicable there.
         if (isTableProtocol(arch, info.name))
           throw;

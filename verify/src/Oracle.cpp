@@ -3,6 +3,7 @@
 
 #include "ftsim/verify/Oracle.h"
 
+#include "ftsim/arch/LivePatchingRule.h"
 #include "ftsim/verify/Harness.h"
 
 #include <fmt/format.h>
@@ -114,6 +115,21 @@ public:
   }
 };
 
+// The ISA's live-patching rule (arch::LivePatchingRule) over the patcher's writes: a write the
+// rule forbids is a violation even when no schedule within the bounds made a CPU execute it.
+class LivePatchingOracle final : public Oracle {
+public:
+  std::string_view name() const override { return "live-patching"; }
+  bool appliesTo(const Harness &h) const override { return h.arch().livePatchingRule() != nullptr; }
+  void check(const ExecutionView &x, std::vector<Violation> &out) const override {
+    for (const std::string &finding : x.harness.livePatchingFindings()) {
+      Violation v = violationAt(x, "live-patching", lastEvent(x.machine), finding);
+      v.cpus = {x.machine.config().patcherCpu};
+      out.push_back(std::move(v));
+    }
+  }
+};
+
 struct Registry {
   std::mutex mutex;
   OracleList oracles;
@@ -124,6 +140,7 @@ struct Registry {
                                sim::FindingKind::GuestFault, sim::FindingKind::Deadlock})
       oracles.push_back(std::make_shared<FindingOracle>(k));
     oracles.push_back(std::make_shared<TransparencyOracle>());
+    oracles.push_back(std::make_shared<LivePatchingOracle>());
   }
 };
 

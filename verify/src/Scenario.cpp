@@ -58,7 +58,7 @@ void Scenario::validate(const std::string &origin) const {
   if (!a->executable())
     bad(fmt::format("arch {} cannot be executed by the simulator (x86_64 and ppc32 can)", arch));
   try {
-    arch::makePatchProtocol(*a, protocol);
+    arch::makeMutantProtocol(*a, protocol); // a table protocol or one of the ISA's mutants
   } catch (const FatalError &e) {
     bad(e.what());
   }

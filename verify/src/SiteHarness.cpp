@@ -3,6 +3,8 @@
 
 #include "ftsim/verify/SiteHarness.h"
 
+#include "ftsim/arch/LivePatchingRule.h"
+
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/GuestAbi.h"
 #include "ftsim/arch/SnippetEmitter.h"
@@ -254,19 +256,28 @@ void SiteHarness::runReference() {
 void SiteHarness::begin() {
   machine_->restore(initial_);
   trace_.clear();
-  protocol_ = arch::makePatchProtocol(arch_, scenario_.protocol);
+  protocol_ = arch::makeMutantProtocol(arch_, scenario_.protocol);
   std::vector<arch::PatchRequest> requests;
   for (const PatchSiteInfo &site : sites_)
     requests.push_back({site.addr, site.oldBytes, site.newBytes});
   if (scenario_.descending)
     std::reverse(requests.begin(), requests.end());
   arch::PatchProtocol *protocol = protocol_.get();
+  rulePort_.reset();
   machine_->startPatcher([this, protocol, requests](arch::MachinePort &port) {
-    protocol->attach(port);
+    // The ISA's live-patching rule watches every write the protocol makes.
+    const arch::LivePatchingRule *rule = arch_.livePatchingRule();
+    if (rule)
+      rulePort_ = rule->watch(port);
+    protocol->attach(rule ? *rulePort_ : port);
     for (const arch::PatchRequest &r : requests)
       protocol->queue(r);
     protocol->finish();
   });
+}
+
+std::vector<std::string> SiteHarness::livePatchingFindings() const {
+  return rulePort_ ? rulePort_->findings() : std::vector<std::string>{};
 }
 
 sim::RunResult SiteHarness::runExecution(sim::Scheduler &scheduler,

@@ -201,4 +201,9 @@ std::string TrampolineHarness::describeSetup() const {
                          : "");
 }
 
+// The simulated kernel routes boot-time writes (text_poke_early: nothing else runs) and live
+// updates through one patcher port, and the ISA's rule has no notion of boot; it is applied to
+// site scenarios and by `ftsim mutants` (see verify/README.md, Limits).
+std::vector<std::string> TrampolineHarness::livePatchingFindings() const { return {}; }
+
 } // namespace ftsim::verify

@@ -64,6 +64,10 @@ public:
   // Whether executions cost so little (a snapshot restore, no boot) that minimisation may search
   // thousands of them.
   virtual bool cheapExecutions() const = 0;
+  // The findings of the ISA's live-patching rule (arch::LivePatchingRule, e.g. powerpc CMODX) over
+  // the writes the patcher made in the last execution, one line each; empty when the ISA has no
+  // rule or nothing broke it.
+  virtual std::vector<std::string> livePatchingFindings() const = 0;
   // One line for people on the search space's fixed parts: "2 CPUs (patcher on cpu0), 2 tasks on
   // cpu1 x 16 calls".
   virtual std::string describeSetup() const = 0;

@@ -67,6 +67,7 @@ public:
   bool reductionSound() const override { return false; }
   bool cheapExecutions() const override { return false; }
   std::string describeSetup() const override;
+  std::vector<std::string> livePatchingFindings() const override;
 
   // The kernel of the last execution.
   const ::ftsim::kernel::Kernel &kernel() const { return *kernel_; }

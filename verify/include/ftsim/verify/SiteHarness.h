@@ -16,6 +16,7 @@
 //           stwu; mflr; stw; <site>; lwz; mtlr; addi; blr) placed so that its site is at an
 //           address = site_offset (mod 64), each in its own 256-byte block.
 
+#include "ftsim/arch/LivePatchingRule.h"
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/verify/Harness.h"
@@ -73,6 +74,7 @@ public:
   bool reductionSound() const override { return true; }
   bool cheapExecutions() const override { return true; }
   std::string describeSetup() const override;
+  std::vector<std::string> livePatchingFindings() const override;
 
   const std::vector<PatchSiteInfo> &sites() const { return sites_; }
   std::uint64_t trampoline(unsigned which) const { return which ? trampB_ : trampA_; }
@@ -100,6 +102,7 @@ private:
   std::vector<std::uint64_t> reference_;
   std::vector<TraceHit> trace_;
   std::unique_ptr<arch::PatchProtocol> protocol_;
+  std::unique_ptr<arch::RuleCheckedPort> rulePort_; // the ISA's live-patching rule, if any
 };
 
 } // namespace ftsim::verify

@@ -61,6 +61,7 @@ public:
   bool reductionSound() const override { return false; }
   bool cheapExecutions() const override { return false; }
   std::string describeSetup() const override;
+  std::vector<std::string> livePatchingFindings() const override;
 
   // Whether the patcher sleeps after the grace period until the traced function runs again (the
   // scenario's sleep_until_call, or the ISA's default).
