@@ -11,8 +11,6 @@
 #include "ftsim/verify/Replay.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 
@@ -70,54 +68,14 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     const verify::FuzzResult r = verify::fuzz(f);
     if (!o->quiet)
       std::fprintf(stderr, "\n");
-    nlohmann::ordered_json j;
-    j["seed"] = o->seed;
-    if (!o->protocol.empty())
-      j["protocol"] = o->protocol;
-    j["runs"] = r.runs;
-    j["events"] = r.events;
-    j["refused_operations"] = r.notes;
-    const std::string mode =
-        o->runs ? fmt::format("--runs {}", o->runs)
-                : fmt::format("--seconds {} (repeat with --runs {})", o->seconds, r.runs);
-    if (!r.failing) {
-      j["verdict"] = std::string(verify::verdictWord(verify::Verdict::NoViolation));
-      if (o->json)
-        fmt::print("{}\n", j.dump(2));
-      else
-        fmt::print("ftsim fuzz: NO VIOLATION in {} runs (not a proof; {} events, {} operations "
-                   "refused with an errno), seed {}, {}\n",
-                   r.runs, r.events, r.notes, o->seed, mode);
-      result.exitCode = verify::exitStatus(verify::Verdict::NoViolation);
-      return;
+    std::string path;
+    if (r.failing) {
+      path = o->cex.empty() ? "ftsim-fuzz.json" : o->cex;
+      verify::writeReplayFile(path, *r.failing, *r.cex);
     }
-    const std::string path = o->cex.empty() ? "ftsim-fuzz.json" : o->cex;
-    verify::writeReplayFile(path, *r.failing, *r.cex);
-    std::string steps, original;
-    for (const verify::EngineStep &st : r.failing->engine.steps)
-      steps += (steps.empty() ? "" : "; ") + st.describe();
-    for (const verify::EngineStep &st : r.original->engine.steps)
-      original += (original.empty() ? "" : "; ") + st.describe();
-    j["verdict"] = std::string(verify::verdictWord(verify::Verdict::Violation));
-    j["run"] = r.runs - 1;
-    j["original_steps"] = original;
-    j["original_violation"] = r.originalViolation;
-    j["steps"] = steps;
-    j["violation"] = verify::summarizeViolation(r.cex->violation);
-    j["decisions"] = r.cex->choices.size();
-    j["replay"] = path;
-    if (o->json)
-      fmt::print("{}\n", j.dump(2));
-    else {
-      fmt::print("ftsim fuzz: VIOLATION in run {} of seed {} ({})\n", r.runs - 1, o->seed, mode);
-      fmt::print("generated: {}\n  {}\n", original, r.originalViolation);
-      fmt::print("shrunk to: {} ({})\n", steps, r.failing->describe());
-      fmt::print("{}", verify::formatViolation(r.cex->violation));
-      fmt::print("schedule minimised to {} decisions, {} events\n", r.cex->choices.size(),
-                 r.cex->events);
-      fmt::print("replay: ftsim replay {}\n", path);
-    }
-    result.exitCode = verify::exitStatus(verify::Verdict::Violation);
+    fmt::print("{}", o->json ? verify::fuzzJson(f, r, path) : verify::formatFuzz(f, r, path));
+    result.exitCode =
+        verify::exitStatus(r.failing ? verify::Verdict::Violation : verify::Verdict::NoViolation);
   });
 }
 

@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -47,8 +48,55 @@ std::vector<unsigned> Scenario::resolvedTaskCpus() const {
   return out;
 }
 
+namespace {
+
+using Complaint = std::function<void(const std::string &)>;
+
+void validateTrampoline(const Scenario &s, const Complaint &bad) {
+  if (s.cpus != 2)
+    bad(fmt::format("cpus = {}: a trampoline scenario runs on 2 CPUs (the patcher on CPU 0, the "
+                    "tasks on CPU 1)",
+                    s.cpus));
+  try {
+    model::parseTrampolineFree(s.trampoline.free);
+  } catch (const FatalError &e) {
+    bad(fmt::format("trampoline.free: {}", e.what()));
+  }
+}
+
+void validateEngine(const Scenario &s, const Complaint &bad) {
+  const EngineSpec &engine = s.engine;
+  if (s.cpus < 2)
+    bad("an engine-level scenario needs at least 2 CPUs (the patcher runs on CPU 0)");
+  if (engine.workloads.empty() || engine.workloads.size() > s.cpus - 1)
+    bad(fmt::format("engine.workloads: {} workloads for {} task CPUs (1-{})",
+                    engine.workloads.size(), s.cpus - 1, s.cpus - 1));
+  std::set<std::string> names;
+  for (const EngineOpsSpec &o : engine.ops) {
+    if (o.name.empty())
+      bad("an [[engine.ops]] entry has no name");
+    if (!names.insert(o.name).second)
+      bad(fmt::format("engine.ops: '{}' is defined twice", o.name));
+  }
+  for (const EngineStep &st : engine.steps) {
+    if (st.op == EngineOpKind::Tracer) {
+      if (st.tracer != "function" && st.tracer != "nop")
+        bad(fmt::format("engine.steps: tracer = '{}' (known: function, nop)", st.tracer));
+      continue;
+    }
+    if (!names.count(st.ops))
+      bad(fmt::format("engine.steps: {} names ops '{}', which [[engine.ops]] does not define",
+                      engineOpName(st.op), st.ops));
+    if (st.op != EngineOpKind::Register && st.op != EngineOpKind::Unregister &&
+        st.pattern.empty())
+      bad(fmt::format("engine.steps: {} {} needs a pattern", engineOpName(st.op), st.ops));
+  }
+}
+
+} // namespace
+
 void Scenario::validate(const std::string &origin) const {
-  auto bad = [&](const std::string &what) { fatal("{}: {}", origin, what); };
+  const Complaint bad = [&](const std::string &what) { fatal("{}: {}", origin, what); };
   const arch::Arch *a = nullptr;
   try {
     a = &arch::archByName(arch);
@@ -96,44 +144,10 @@ void Scenario::validate(const std::string &origin) const {
     bad("explore.runs must be positive");
   if (explore.pctDepth < 1 || explore.pctDepth > 20)
     bad(fmt::format("explore.pct_depth = {} is out of range (1-20)", explore.pctDepth));
-  if (code == CodeKind::Trampoline) {
-    if (cpus != 2)
-      bad(fmt::format("cpus = {}: a trampoline scenario runs on 2 CPUs (the patcher on CPU 0, the "
-                      "tasks on CPU 1)",
-                      cpus));
-    try {
-      model::parseTrampolineFree(trampoline.free);
-    } catch (const FatalError &e) {
-      bad(fmt::format("trampoline.free: {}", e.what()));
-    }
-  }
-  if (code == CodeKind::Kernel) {
-    if (cpus < 2)
-      bad("an engine-level scenario needs at least 2 CPUs (the patcher runs on CPU 0)");
-    if (engine.workloads.empty() || engine.workloads.size() > cpus - 1)
-      bad(fmt::format("engine.workloads: {} workloads for {} task CPUs (1-{})",
-                      engine.workloads.size(), cpus - 1, cpus - 1));
-    std::set<std::string> names;
-    for (const EngineOpsSpec &o : engine.ops) {
-      if (o.name.empty())
-        bad("an [[engine.ops]] entry has no name");
-      if (!names.insert(o.name).second)
-        bad(fmt::format("engine.ops: '{}' is defined twice", o.name));
-    }
-    for (const EngineStep &st : engine.steps) {
-      if (st.op == EngineOpKind::Tracer) {
-        if (st.tracer != "function" && st.tracer != "nop")
-          bad(fmt::format("engine.steps: tracer = '{}' (known: function, nop)", st.tracer));
-        continue;
-      }
-      if (!names.count(st.ops))
-        bad(fmt::format("engine.steps: {} names ops '{}', which [[engine.ops]] does not define",
-                        engineOpName(st.op), st.ops));
-      if (st.op != EngineOpKind::Register && st.op != EngineOpKind::Unregister &&
-          st.pattern.empty())
-        bad(fmt::format("engine.steps: {} {} needs a pattern", engineOpName(st.op), st.ops));
-    }
-  }
+  if (code == CodeKind::Trampoline)
+    validateTrampoline(*this, bad);
+  if (code == CodeKind::Kernel)
+    validateEngine(*this, bad);
 }
 
 std::string_view codeKindName(CodeKind kind) {

@@ -239,6 +239,88 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
     t.sleepUntilCall = *v;
 }
 
+void parseCode(const toml::table &code, const std::string &origin, Scenario &s) {
+  TableReader c(
+      code, origin, "code.",
+      {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions"});
+  if (auto v = c.string("kind")) {
+    if (*v == "snippet")
+      s.code = CodeKind::Snippet;
+    else if (*v == "kernel")
+      s.code = CodeKind::Kernel;
+    else if (*v == "trampoline")
+      s.code = CodeKind::Trampoline;
+    else
+      fatal("{}: code.kind = '{}' (known: snippet, kernel, trampoline)", origin, *v);
+  }
+  if (auto v = c.count("site_offset", 0, 63))
+    s.siteOffset = *v;
+  if (auto v = c.count("calls", 1, 64))
+    s.calls = *v;
+  if (auto v = c.count("tasks_per_cpu", 1, 4))
+    s.tasksPerCpu = *v;
+  if (const toml::node *n = code.get("task_cpus")) {
+    const toml::array *arr = n->as_array();
+    if (!arr)
+      fatal("{}: 'code.task_cpus' must be an array of CPU numbers", origin);
+    for (const toml::node &e : *arr) {
+      if (!e.is_integer() || *e.value<std::int64_t>() < 0 || *e.value<std::int64_t>() > 7)
+        fatal("{}: 'code.task_cpus' must hold CPU numbers 0-7", origin);
+      s.taskCpus.push_back(static_cast<unsigned>(*e.value<std::int64_t>()));
+    }
+  }
+  if (code.get("image") && s.code == CodeKind::Snippet)
+    fatal("{}: code.image belongs to kind = \"kernel\" or \"trampoline\"", origin);
+  if (code.get("functions"))
+    fatal("{}: code.functions is not supported (an engine-level scenario names its functions "
+          "in [[engine.ops]] filters)",
+          origin);
+  if (auto v = c.string("image"))
+    s.image = *v;
+}
+
+void parseSites(const toml::node &n, const std::string &origin, Scenario &s) {
+  const toml::array *arr = n.as_array();
+  if (!arr || !arr->is_array_of_tables())
+    fatal("{}: 'sites' must be an array of tables ([[sites]])", origin);
+  s.sites.clear();
+  for (const toml::node &e : *arr) {
+    TableReader site(*e.as_table(), origin, "sites.", {"transition"});
+    auto t = site.string("transition");
+    if (!t)
+      fatal("{}: a [[sites]] entry has no 'transition'", origin);
+    s.sites.push_back(named(origin, "sites.transition", [&] { return parseTransition(*t); }));
+  }
+}
+
+void parsePatch(const toml::table &patch, const std::string &origin, Scenario &s) {
+  TableReader p(patch, origin, "patch.", {"order"});
+  if (auto v = p.string("order")) {
+    if (*v != "ascending" && *v != "descending")
+      fatal("{}: patch.order = '{}' (known: ascending, descending)", origin, *v);
+    s.descending = *v == "descending";
+  }
+}
+
+void parseBounds(const toml::table &bounds, const std::string &origin, ScenarioBounds &out) {
+  TableReader b(bounds, origin, "bounds.", {"max_events", "preemptions", "max_executions"});
+  if (auto v = b.integer("max_events")) {
+    if (*v < 1)
+      fatal("{}: bounds.max_events must be positive", origin);
+    out.maxEvents = static_cast<std::uint64_t>(*v);
+  }
+  if (auto v = b.integer("preemptions")) {
+    if (*v < -1 || *v > 1000)
+      fatal("{}: bounds.preemptions = {} (use -1 for none, or 0-1000)", origin, *v);
+    out.preemptions = static_cast<int>(*v);
+  }
+  if (auto v = b.integer("max_executions")) {
+    if (*v < 1)
+      fatal("{}: bounds.max_executions must be positive", origin);
+    out.maxExecutions = static_cast<std::uint64_t>(*v);
+  }
+}
+
 } // namespace
 
 Scenario parseScenario(const std::string &text, const std::string &origin) {
@@ -274,84 +356,14 @@ Scenario parseScenario(const std::string &text, const std::string &origin) {
     s.fetch = named(origin, "fetch", [&] { return &sim::fetchModelByName(*v); });
   if (auto v = top.boolean("preemption"))
     s.preemption = *v;
-  if (const toml::table *code = top.table("code")) {
-    TableReader c(
-        *code, origin, "code.",
-        {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions"});
-    if (auto v = c.string("kind")) {
-      if (*v == "snippet")
-        s.code = CodeKind::Snippet;
-      else if (*v == "kernel")
-        s.code = CodeKind::Kernel;
-      else if (*v == "trampoline")
-        s.code = CodeKind::Trampoline;
-      else
-        fatal("{}: code.kind = '{}' (known: snippet, kernel, trampoline)", origin, *v);
-    }
-    if (auto v = c.count("site_offset", 0, 63))
-      s.siteOffset = *v;
-    if (auto v = c.count("calls", 1, 64))
-      s.calls = *v;
-    if (auto v = c.count("tasks_per_cpu", 1, 4))
-      s.tasksPerCpu = *v;
-    if (const toml::node *n = code->get("task_cpus")) {
-      const toml::array *arr = n->as_array();
-      if (!arr)
-        fatal("{}: 'code.task_cpus' must be an array of CPU numbers", origin);
-      for (const toml::node &e : *arr) {
-        if (!e.is_integer() || *e.value<std::int64_t>() < 0 || *e.value<std::int64_t>() > 7)
-          fatal("{}: 'code.task_cpus' must hold CPU numbers 0-7", origin);
-        s.taskCpus.push_back(static_cast<unsigned>(*e.value<std::int64_t>()));
-      }
-    }
-    if (code->get("image") && s.code == CodeKind::Snippet)
-      fatal("{}: code.image belongs to kind = \"kernel\" or \"trampoline\"", origin);
-    if (code->get("functions"))
-      fatal("{}: code.functions is not supported (an engine-level scenario names its functions "
-            "in [[engine.ops]] filters)",
-            origin);
-    if (auto v = c.string("image"))
-      s.image = *v;
-  }
-  if (const toml::node *n = root.get("sites")) {
-    const toml::array *arr = n->as_array();
-    if (!arr || !arr->is_array_of_tables())
-      fatal("{}: 'sites' must be an array of tables ([[sites]])", origin);
-    s.sites.clear();
-    for (const toml::node &e : *arr) {
-      TableReader site(*e.as_table(), origin, "sites.", {"transition"});
-      auto t = site.string("transition");
-      if (!t)
-        fatal("{}: a [[sites]] entry has no 'transition'", origin);
-      s.sites.push_back(named(origin, "sites.transition", [&] { return parseTransition(*t); }));
-    }
-  }
-  if (const toml::table *patch = top.table("patch")) {
-    TableReader p(*patch, origin, "patch.", {"order"});
-    if (auto v = p.string("order")) {
-      if (*v != "ascending" && *v != "descending")
-        fatal("{}: patch.order = '{}' (known: ascending, descending)", origin, *v);
-      s.descending = *v == "descending";
-    }
-  }
-  if (const toml::table *bounds = top.table("bounds")) {
-    TableReader b(*bounds, origin, "bounds.", {"max_events", "preemptions", "max_executions"});
-    if (auto v = b.integer("max_events")) {
-      if (*v < 1)
-        fatal("{}: bounds.max_events must be positive", origin);
-      s.bounds.maxEvents = static_cast<std::uint64_t>(*v);
-    }
-    if (auto v = b.integer("preemptions")) {
-      if (*v < -1 || *v > 1000)
-        fatal("{}: bounds.preemptions = {} (use -1 for none, or 0-1000)", origin, *v);
-      s.bounds.preemptions = static_cast<int>(*v);
-    }
-    if (auto v = b.integer("max_executions")) {
-      if (*v < 1)
-        fatal("{}: bounds.max_executions must be positive", origin);
-      s.bounds.maxExecutions = static_cast<std::uint64_t>(*v);
-    }
-  }
+  if (const toml::table *code = top.table("code"))
+    parseCode(*code, origin, s);
+  if (const toml::node *n = root.get("sites"))
+    parseSites(*n, origin, s);
+  if (const toml::table *patch = top.table("patch"))
+    parsePatch(*patch, origin, s);
+  if (const toml::table *bounds = top.table("bounds"))
+    parseBounds(*bounds, origin, s.bounds);
   if (const toml::table *expect = top.table("expect")) {
     TableReader e(*expect, origin, "expect.", {"verdict", "oracle"});
     if (auto v = e.string("verdict"))

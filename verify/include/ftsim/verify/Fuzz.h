@@ -57,4 +57,11 @@ Scenario fuzzScenario(const FuzzOptions &options, const std::vector<std::string>
 
 FuzzResult fuzz(const FuzzOptions &options);
 
+// The result for people (NO VIOLATION in N runs, not a proof; or the VIOLATION with the generated
+// and shrunk sequences), and as JSON without times. `replayPath`: where the failure was written.
+std::string formatFuzz(const FuzzOptions &options, const FuzzResult &result,
+                       const std::string &replayPath);
+std::string fuzzJson(const FuzzOptions &options, const FuzzResult &result,
+                     const std::string &replayPath);
+
 } // namespace ftsim::verify
