@@ -5,10 +5,10 @@
 #include "Commands.h"
 
 #include "ftsim/arch/Error.h"
-#include "ftsim/verify/Check.h"
-#include "ftsim/verify/CheckRequest.h"
-#include "ftsim/verify/Replay.h"
-#include "ftsim/verify/Timeline.h"
+#include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/check/CheckRequest.h"
+#include "ftsim/verify/replay/Replay.h"
+#include "ftsim/verify/replay/Timeline.h"
 
 #include <fmt/format.h>
 
@@ -27,7 +27,8 @@ struct CheckFlags {
 
 template <typename T>
 void optionalFlag(CLI::App *cmd, const char *name, std::optional<T> &into, const char *help) {
-  cmd->add_option_function<T>(name, [&into](const T &v) { into = v; }, help);
+  cmd->add_option_function<T>(
+      name, [&into](const T &v) { into = v; }, help);
 }
 
 void progressLine(const verify::ExploreStats &st) {

@@ -6,9 +6,9 @@
 #include "Commands.h"
 
 #include "ftsim/arch/Error.h"
-#include "ftsim/verify/Fuzz.h"
-#include "ftsim/verify/Verdict.h"
-#include "ftsim/verify/Replay.h"
+#include "ftsim/verify/check/Fuzz.h"
+#include "ftsim/verify/check/Verdict.h"
+#include "ftsim/verify/replay/Replay.h"
 
 #include <fmt/format.h>
 

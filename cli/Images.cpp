@@ -2,7 +2,7 @@
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
-#include "ftsim/verify/Harness.h"
+#include "ftsim/verify/harness/Harness.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

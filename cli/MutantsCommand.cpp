@@ -5,8 +5,8 @@
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
-#include "ftsim/verify/Mutants.h"
-#include "ftsim/verify/Verdict.h"
+#include "ftsim/verify/check/Mutants.h"
+#include "ftsim/verify/check/Verdict.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -5,7 +5,7 @@
 
 #include "Commands.h"
 
-#include "ftsim/verify/Prove.h"
+#include "ftsim/verify/prove/Prove.h"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,8 @@ namespace ftsim::cli {
 namespace {
 template <typename T>
 void optionalFlag(CLI::App *cmd, const char *name, std::optional<T> &into, const char *help) {
-  cmd->add_option_function<T>(name, [&into](const T &v) { into = v; }, help);
+  cmd->add_option_function<T>(
+      name, [&into](const T &v) { into = v; }, help);
 }
 } // namespace
 

@@ -6,9 +6,9 @@
 
 #include "Commands.h"
 
-#include "ftsim/verify/Replay.h"
-#include "ftsim/verify/Timeline.h"
-#include "ftsim/verify/Verdict.h"
+#include "ftsim/verify/check/Verdict.h"
+#include "ftsim/verify/replay/Replay.h"
+#include "ftsim/verify/replay/Timeline.h"
 
 #include <fmt/format.h>
 

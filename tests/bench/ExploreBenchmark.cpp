@@ -4,8 +4,8 @@
 // includes restoring the snapshot, running the machine and the oracles).
 // Run build/tests/verify/ftsim_bench_explore.
 
-#include "ftsim/verify/Explore.h"
-#include "ftsim/verify/SiteHarness.h"
+#include "ftsim/verify/explore/Explore.h"
+#include "ftsim/verify/harness/SiteHarness.h"
 
 #include <benchmark/benchmark.h>
 

@@ -6,11 +6,11 @@
 // JSON of the replayed execution.
 
 #include "ftsim/arch/Error.h"
-#include "ftsim/verify/Replay.h"
-#include "ftsim/verify/Scenario.h"
-#include "ftsim/verify/Check.h"
-#include "ftsim/verify/KernelHarness.h"
-#include "ftsim/verify/Timeline.h"
+#include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/harness/KernelHarness.h"
+#include "ftsim/verify/replay/Replay.h"
+#include "ftsim/verify/replay/Timeline.h"
+#include "ftsim/verify/scenario/Scenario.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

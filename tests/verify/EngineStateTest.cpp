@@ -21,7 +21,7 @@
 #include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/RecordFlags.h"
 #include "ftsim/sim/RandomScheduler.h"
-#include "ftsim/verify/Fuzz.h"
+#include "ftsim/verify/check/Fuzz.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,13 +1,13 @@
 // Scenarios, oracles, exploration (source-DPOR against naive), minimisation, replay and the
 // mutation score, on site-level scenarios.
 
-#include "ftsim/verify/Explore.h"
+#include "ftsim/verify/explore/Explore.h"
 #include "ftsim/arch/Error.h"
-#include "ftsim/verify/Mutants.h"
-#include "ftsim/verify/Replay.h"
-#include "ftsim/verify/Scenario.h"
-#include "ftsim/verify/Check.h"
-#include "ftsim/verify/SiteHarness.h"
+#include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/check/Mutants.h"
+#include "ftsim/verify/harness/SiteHarness.h"
+#include "ftsim/verify/replay/Replay.h"
+#include "ftsim/verify/scenario/Scenario.h"
 
 #include <gtest/gtest.h>
 

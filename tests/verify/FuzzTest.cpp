@@ -3,12 +3,12 @@
 // operation sequence to a 1-minimal one, minimises the schedule and writes a replay file that
 // reproduceKernel (what `ftsim replay` runs) reproduces byte for byte.
 
-#include "ftsim/verify/Fuzz.h"
+#include "ftsim/verify/check/Fuzz.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/sim/RandomScheduler.h"
-#include "ftsim/verify/Replay.h"
-#include "ftsim/verify/Check.h"
-#include "ftsim/verify/KernelHarness.h"
+#include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/harness/KernelHarness.h"
+#include "ftsim/verify/replay/Replay.h"
 
 #include <gtest/gtest.h>
 

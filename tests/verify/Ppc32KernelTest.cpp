@@ -8,7 +8,7 @@
 
 #include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/sim/RandomScheduler.h"
-#include "ftsim/verify/Mutants.h"
+#include "ftsim/verify/check/Mutants.h"
 
 #include <gtest/gtest.h>
 

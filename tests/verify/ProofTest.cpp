@@ -2,9 +2,9 @@
 // offset under every model; the broken ones yield decoded counterexamples.
 
 #include "ftsim/arch/Arch.h"
-#include "ftsim/verify/Proofs.h"
-#include "ftsim/verify/ProtocolTrace.h"
-#include "ftsim/verify/QuiescenceProof.h"
+#include "ftsim/verify/prove/Proofs.h"
+#include "ftsim/verify/prove/ProtocolTrace.h"
+#include "ftsim/verify/prove/QuiescenceProof.h"
 
 #include <gtest/gtest.h>
 

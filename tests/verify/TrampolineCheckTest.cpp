@@ -4,10 +4,10 @@
 // violation is written as a replay file and reproduces byte for byte on a harness built from the
 // file alone, and its trail shows the free and the task on the freed code.
 
-#include "ftsim/verify/Check.h"
-#include "ftsim/verify/Replay.h"
-#include "ftsim/verify/Timeline.h"
-#include "ftsim/verify/TrampolineHarness.h"
+#include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/harness/TrampolineHarness.h"
+#include "ftsim/verify/replay/Replay.h"
+#include "ftsim/verify/replay/Timeline.h"
 
 #include <gtest/gtest.h>
 
@@ -39,8 +39,7 @@ HarnessEnv env() {
 class TrampolineFile : public ::testing::TestWithParam<std::string> {
 protected:
   Scenario load() const {
-    return loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + GetParam() +
-                            ".toml");
+    return loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + GetParam() + ".toml");
   }
 };
 
@@ -100,9 +99,9 @@ INSTANTIATE_TEST_SUITE_P(Corpus, TrampolineFile, ::testing::ValuesIn(trampolineF
 TEST(TrampolineFiles, EveryIsaHasEveryVariantBuggyAndFixed) {
   const auto files = trampolineFiles();
   for (const char *prefix : {"", "ppc32-"})
-    for (const char *name : {"tramp-free-immediate", "tramp-free-sched-sync",
-                             "tramp-free-rcu-tasks", "tramp-free-sched-sync-nopreempt",
-                             "ops-uaf-no-sync", "ops-uaf-no-sync-fixed"})
+    for (const char *name :
+         {"tramp-free-immediate", "tramp-free-sched-sync", "tramp-free-rcu-tasks",
+          "tramp-free-sched-sync-nopreempt", "ops-uaf-no-sync", "ops-uaf-no-sync-fixed"})
       EXPECT_NE(std::find(files.begin(), files.end(), std::string(prefix) + name), files.end())
           << prefix << name;
 }

@@ -2,9 +2,9 @@
 // toy oracle registered here is applied to executions of every kind.
 
 #include "ftsim/arch/Error.h"
-#include "ftsim/verify/Check.h"
-#include "ftsim/verify/Prove.h"
-#include "ftsim/verify/SiteHarness.h"
+#include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/harness/SiteHarness.h"
+#include "ftsim/verify/prove/Prove.h"
 
 #include <gtest/gtest.h>
 
@@ -154,11 +154,10 @@ TEST(Spine, ARegisteredOracleIsAppliedToEveryKindOfScenario) {
   env.imagePath = [](const Scenario &s) {
     return std::string(FTSIM_GUEST_DIR) + "/" + s.image + "/kernel.elf";
   };
-  for (const char *file : {"torn-nop-to-call-fixed", "list-to-single-race-fixed",
-                           "tramp-free-rcu-tasks"}) {
+  for (const char *file :
+       {"torn-nop-to-call-fixed", "list-to-single-race-fixed", "tramp-free-rcu-tasks"}) {
     SCOPED_TRACE(file);
-    Scenario s =
-        loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + file + ".toml");
+    Scenario s = loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + file + ".toml");
     s.explore.runs = 1;
     s.bounds.maxExecutions = 1;
     auto harness = makeHarness(s, env);

@@ -1,0 +1,39 @@
+#pragma once
+// What `ftsim check` was asked, before it is a Scenario: a scenario file or the built-in site
+// scenario, the trampoline scenarios' shorthand (--tramp-free), and overrides of the scenario's
+// models, code and exploration. Every field is optional; a flag that does not apply to the
+// scenario's kind or explorer is a one-line error (FatalError), never silently ignored.
+
+#include "ftsim/verify/explore/Explore.h"
+#include "ftsim/verify/scenario/Scenario.h"
+
+#include <optional>
+#include <string>
+
+namespace ftsim::verify {
+
+struct CheckRequest {
+  std::string scenarioFile; // "" : built from the flags
+  // The trampoline scenarios' shorthand: any of these makes a kind "trampoline" scenario.
+  std::optional<std::string> trampFree;     // immediate | sched-sync | rcu-tasks
+  std::optional<std::string> trampScenario; // tramp-free-preempted | ops-uaf-no-sync
+  bool noSyncUnchanged = false;
+  bool preempt = false; // trampoline scenarios: timer preemption
+  // Overrides.
+  std::optional<std::string> arch, protocol, store, fetch, transition, image;
+  std::optional<unsigned> cpus, sites, siteOffset;
+  bool preemption = false; // site scenarios: two tasks per CPU and timer preemption
+  // Exploration.
+  std::optional<std::string> explorer;
+  std::optional<int> bound;
+  std::optional<std::uint64_t> runs, seed, maxExecutions;
+  std::optional<unsigned> depth;
+  bool naive = false;
+};
+
+// The scenario the request names, validated; FatalError naming the flag or file otherwise.
+Scenario buildCheckScenario(const CheckRequest &request);
+// Its exploration: the scenario's [explore] and [bounds], then the request's flags.
+ExploreOptions buildExploreOptions(const Scenario &scenario, const CheckRequest &request);
+
+} // namespace ftsim::verify

@@ -1,0 +1,165 @@
+#pragma once
+// Explorers: run a scenario's harness under many schedules and check every execution with the
+// oracles. One registry; each explorer is one file:
+//
+//  exhaustive  (ExhaustiveExplorer.cpp) stateless depth-first search; every execution replays a
+//              prefix of decisions from the initial state. With reduction, source-DPOR (Abdulla,
+//              Aronis, Jonsson, Sagonas, POPL 2014, Algorithm 1) with sleep sets; without
+//              (`naive`), every enabled event at every decision. Stale fetch byte choices are
+//              decisions too and are always explored in full. An optional preemption bound (CHESS,
+//              Musuvathi & Qadeer, PLDI 2007) counts switches away from a process that could have
+//              continued; with it the reduction is no longer complete for every bounded schedule
+//              (Coons, Musuvathi, McKinley, OOPSLA 2013) — the naive mode with a bound is.
+//  rr-bounded  (RoundRobinBounded.cpp) every schedule that deviates from round robin over the CPUs
+//              and the patcher at most `bound` times: by a timer preemption when the machine
+//              offers them (the CHESS preemption-bounded space around round robin), else by
+//              running another enabled event (delay bounding, Emmi, Qadeer, Rakamarić, POPL 2011).
+//              Stale fetch bytes take the newest value.
+//  pct         (RandomExplorers.cpp) PCT (Burckhardt, Kothari, Musuvathi, Nagarakatte, ASPLOS
+//              2010): random distinct priorities per process, d-1 priority change points among
+//              the k events of an execution; stale bytes chosen uniformly.
+//  random      (RandomExplorers.cpp) uniform at every decision.
+// pct and random are seeded (mt19937_64): same seed, same executions.
+//
+// Processes and dependencies (exhaustive). The schedulable events are grouped into processes,
+// each with at most one next event: the patcher (Store/Publish), and per CPU its execution
+// (Step/FetchLine/Run), its IPI and its timer preemption. Two events are dependent when they are
+// of one process or when reordering them can change what anyone observes:
+//  - a store and a fetch of the same text bytes, a store and a CPU's line fetch, a store and a
+//    step that serialises the CPU (trap handled, serialising instruction), a free and a fetch of
+//    the freed range;
+//  - a publication and a step whose trap handler or hypercall read engine state;
+//  - an IPI or a preemption and the patcher (a sync completes only after every IPI), an IPI or a
+//    preemption and every event of its CPU that fetched watched text, ran a handler or changed the
+//    CPU's state (a preemption is dependent with all of its CPU's events);
+//  - two steps that access the same watched data, one of them writing.
+// Everything else commutes — in particular unwatched guest instructions, which fast mode already
+// runs as single Run events. A race whose later event's process was not enabled before the earlier
+// event (the patcher blocked in a sync, an IPI not yet sent) is not reversible and is skipped.
+//
+// Adding an explorer: an Explorer subclass in its own file and one line in Exploration.cpp's table.
+
+#include "ftsim/sim/Scheduler.h"
+#include "ftsim/verify/check/Verdict.h"
+#include "ftsim/verify/harness/Harness.h"
+#include "ftsim/verify/oracle/Oracle.h"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <unordered_set>
+
+namespace ftsim::verify {
+
+struct ExploreStats {
+  std::uint64_t executions = 0;     // executions run (including sleep-set-blocked ones)
+  std::uint64_t sleepBlocked = 0;   // executions stopped because every enabled process slept
+  std::uint64_t pruned = 0;         // enabled alternatives at event decisions never explored
+  std::uint64_t boundCuts = 0;      // alternatives not explored because of the preemption bound
+  std::uint64_t eventLimitHits = 0; // executions cut by the scenario's max_events
+  std::uint64_t distinctStates = 0; // distinct final states (Harness::finalStateHash)
+  std::uint64_t decisions = 0;      // decisions answered, over all executions
+  std::uint64_t events = 0;         // events executed, over all executions
+  std::uint64_t maxEvents = 0;      // the longest execution
+  unsigned maxPreemptions = 0;      // the most preemptions in one execution
+  bool complete = false; // exhaustive: every schedule in the bounds was covered (no budget hit)
+  double seconds = 0;    // wall clock; printed only in human summaries
+};
+
+struct Counterexample {
+  Violation violation;
+  std::vector<std::uint32_t> choices; // the decision sequence (sim::ReplayScheduler answers)
+  unsigned preemptions = 0;
+  std::uint64_t events = 0;  // events up to and including the violation's
+  std::uint64_t logHash = 0; // FNV-1a of the execution's full logText()
+};
+
+struct ExploreOptions {
+  std::string explorer = "exhaustive";  // a registered explorer
+  bool reduction = true;                // exhaustive: source-DPOR + sleep sets; false: naive
+  int preemptionBound = -1;             // exhaustive: CHESS bound (-1 none); rr-bounded: deviations
+  std::uint64_t maxExecutions = 200000; // exhaustive/rr-bounded budget; pct/random: the runs
+  std::uint64_t seed = 1;
+  unsigned pctDepth = 3;
+  bool stopAtFirst = true; // stop at the first violating execution
+  OracleList oracles;      // empty: oraclesFor(harness)
+  // Called every `progressEvery` of wall time with the running stats (stderr progress).
+  std::function<void(const ExploreStats &)> progress;
+  std::chrono::milliseconds progressEvery{1000};
+};
+
+struct ExploreResult {
+  ExploreStats stats;
+  std::optional<Counterexample> counterexample; // the first violation found
+  std::uint64_t violatingExecutions = 0;
+  bool exhaustive = false; // the explorer enumerates a space (exhaustive, rr-bounded)
+  Coverage coverage() const;
+};
+
+// The accounting every explorer reports its executions through: oracles, statistics, distinct
+// states, the first counterexample, progress.
+class Exploration {
+public:
+  Exploration(Harness &harness, const ExploreOptions &options);
+  Harness &harness() { return harness_; }
+  const ExploreOptions &options() const { return options_; }
+  ExploreStats &stats() { return result_.stats; }
+  // Accounts for the execution the harness just ran under `scheduler`; `cut`: the explorer stopped
+  // it early (a sleep-set-blocked prefix). Returns false when exploration must stop.
+  bool finish(sim::Scheduler &scheduler, unsigned preemptions, bool cut, sim::RunResult run);
+  // Every violating execution goes here first; returns false to stop exploring.
+  std::function<bool(const Counterexample &)> onViolation;
+  ExploreResult result(bool exhaustive);
+
+private:
+  double elapsed() const;
+  void progress();
+
+  Harness &harness_;
+  const ExploreOptions &options_;
+  OracleList oracles_;
+  ExploreResult result_;
+  std::unordered_set<std::uint64_t> states_;
+  std::chrono::steady_clock::time_point start_, lastProgress_;
+};
+
+class Explorer {
+public:
+  virtual ~Explorer() = default;
+  virtual std::string_view name() const = 0;
+  // Whether it enumerates a bounded space (VERIFIED possible) rather than sampling it.
+  virtual bool exhaustive() const = 0;
+  virtual void run(Exploration &exploration) const = 0;
+};
+
+// nullptr when unknown.
+const Explorer *findExplorer(std::string_view name);
+// FatalError naming the known explorers.
+const Explorer &explorerByName(std::string_view name);
+std::string explorerNames(); // "exhaustive, rr-bounded, pct, random"
+
+ExploreResult explore(Harness &harness, const ExploreOptions &options);
+
+// Minimisation: fewest preemptions, then fewest events, never longer than `found`. First the
+// shortest decision prefix that, completed with the first enabled event at every later decision,
+// still shows a violation of the same oracle; then, for harnesses with cheap executions, naive
+// preemption-bounded exhaustive search at bounds 0, 1, ... up to the counterexample's own
+// preemption count, keeping the violation observed earliest (at most `budget` executions per
+// bound). Returns `found` when nothing smaller is found.
+Counterexample minimise(Harness &harness, const Counterexample &found,
+                        const OracleList &oracles = {}, std::uint64_t budget = 20000);
+
+// Runs `choices` on the harness (no fallback: too few or out-of-range choices are a FatalError)
+// and returns the violations of that execution.
+struct ReplayedExecution {
+  std::vector<Violation> violations;
+  std::uint64_t logHash = 0;
+  unsigned preemptions = 0;
+  std::uint64_t events = 0;
+};
+ReplayedExecution replayChoices(Harness &harness, const std::vector<std::uint32_t> &choices,
+                                const OracleList &oracles = {});
+
+std::uint64_t fnv1a(std::string_view text);
+
+} // namespace ftsim::verify

@@ -1,0 +1,80 @@
+#pragma once
+// The harness of trampoline-lifetime scenarios (code kind "trampoline"): a dynamic ops' trampoline
+// (or, on an ISA without per-ops trampolines, the ops itself) freed while tasks may still be on
+// it, on the simulated kernel.
+//
+// tramp-free-preempted: CPU 1 runs two tasks calling posix_cpu_timer_set (workload_timers; each
+// schedules voluntarily after every 4th call); the patcher on CPU 0 registers a DYNAMIC ops on
+// that function — which gets a trampoline of its own, so the site calls it directly — waits one
+// RCU-tasks grace period while the tasks call through it (optionally sleeps until a task calls the
+// function again: sleep_until_call), then unregisters it and frees it as the scenario's `free`
+// policy says. Freed trampoline memory is poisoned and watched: a task that fetches from it
+// (resuming there after a preemption) is the machine's trampoline-lifetime finding.
+//
+// ops-uaf-no-sync: per-ops trampolines off (an arch without them, like arm64 in 2022), two
+// identical DYNAMIC ops on posix_cpu_timer_set: the site calls ftrace_regs_caller/ftrace_caller
+// and the list function. Unregistering the second changes no code; the owner frees it as soon as
+// unregister returns. The list function reads ftrace_ops_list and walks it one event later:
+// walking the freed ops is an ops use-after-free (trampoline-lifetime).
+//
+// Explored by default with the rr-bounded explorer (Explore.h): every schedule that deviates from
+// round robin at most `bounds.preemptions` times — by a timer preemption when the scenario has
+// preemption, else by running another enabled event.
+
+#include "ftsim/verify/harness/Harness.h"
+
+#include <map>
+#include <memory>
+
+namespace ftsim::model {
+class FtraceOps;
+}
+namespace ftsim::kernel {}
+
+namespace ftsim::kernel {
+class Kernel;
+}
+
+namespace ftsim::verify {
+
+class TrampolineHarness final : public Harness {
+public:
+  // FatalError for a bad image, an ISA without per-ops trampolines, or a reference run that
+  // does not finish.
+  TrampolineHarness(Scenario scenario, std::string imagePath);
+  ~TrampolineHarness() override;
+
+  const Scenario &scenario() const override { return scenario_; }
+  const arch::Arch &arch() const override;
+  sim::RunResult runExecution(sim::Scheduler &scheduler,
+                              const std::function<bool()> &stop = {}) override;
+  sim::Machine &machine() override;
+  const sim::Machine &machine() const override;
+  const std::vector<std::uint64_t> &referenceResults() const override { return reference_; }
+  std::string symbol(std::uint64_t addr) const override;
+  std::string siteOf(std::uint64_t addr) const override;
+  std::string annotate(const sim::EventRecord &event) const override;
+  std::uint64_t finalStateHash() const override;
+  OracleList kindOracles() const override;
+  bool reductionSound() const override { return false; }
+  bool cheapExecutions() const override { return false; }
+  std::string describeSetup() const override;
+  std::vector<std::string> livePatchingFindings() const override;
+
+  // Whether the patcher sleeps after the grace period until the traced function runs again (the
+  // scenario's sleep_until_call, or the ISA's default).
+  bool sleepsUntilCall() const;
+
+private:
+  void setUp(bool withPatcher);
+
+  Scenario scenario_;
+  std::string imagePath_;
+  std::vector<std::uint64_t> reference_;
+  std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
+  std::vector<std::unique_ptr<model::FtraceOps>> ops_;
+  std::uint64_t site_ = 0; // the traced function's patch site
+  std::map<std::uint64_t, std::string> annotations_;
+};
+
+} // namespace ftsim::verify

@@ -1,0 +1,157 @@
+// ftsim check as one library call (Check.h).
+
+#include "ftsim/verify/check/Check.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/verify/replay/Timeline.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ftsim::verify {
+namespace {
+
+std::string coverageText(const Harness &h, const ExploreOptions &o, const ExploreResult &r) {
+  const ExploreStats &st = r.stats;
+  const Scenario &s = h.scenario();
+  if (!r.exhaustive)
+    return fmt::format("{} {} runs (seed {}{})", st.executions, o.explorer, o.seed,
+                       o.explorer == "pct" ? fmt::format(", depth {}", o.pctDepth) : std::string());
+  std::string bound;
+  if (o.explorer == "rr-bounded")
+    bound = fmt::format("{} <= {} around round robin",
+                        s.preemption ? "timer preemptions" : "delays (another enabled event)",
+                        o.preemptionBound);
+  else
+    bound = o.preemptionBound < 0 ? std::string("no preemption bound")
+                                  : fmt::format("at most {} preemptions", o.preemptionBound);
+  const std::string what = r.counterexample ? o.explorer + " search (stopped at the violation)"
+                           : st.complete    ? o.explorer + " within bounds"
+                                            : o.explorer + " search (budget ran out)";
+  return fmt::format(
+      "{}: {}; {}; at most {} events per execution ({} executions, {} cut at the "
+      "limit){}",
+      what, bound, h.describeSetup(), s.bounds.maxEvents, st.executions, st.eventLimitHits,
+      o.explorer != "exhaustive" ? ""
+      : !h.reductionSound() ? ", naive (no reduction: DPOR does not cover this kind's host state)"
+      : o.reduction         ? ", source-DPOR + sleep sets"
+                            : ", naive (no reduction)");
+}
+
+} // namespace
+
+ExploreOptions exploreOptionsFor(const Scenario &s) {
+  ExploreOptions o;
+  o.explorer = s.explorer();
+  o.preemptionBound = s.bounds.preemptions;
+  o.seed = s.explore.seed;
+  o.pctDepth = s.explore.pctDepth;
+  o.maxExecutions =
+      explorerByName(o.explorer).exhaustive() ? s.bounds.maxExecutions : s.explore.runs;
+  return o;
+}
+
+CheckReport check(Harness &harness, const ExploreOptions &options) {
+  CheckReport report;
+  report.result = explore(harness, options);
+  const Scenario &s = harness.scenario();
+  report.coverage = coverageText(harness, options, report.result);
+  report.models = fmt::format("store {}, fetch {}, max_events {}", sim::storeModelName(s.store),
+                              s.fetch->name(), s.bounds.maxEvents);
+  if (!report.result.counterexample) {
+    const Coverage c = report.result.coverage();
+    report.verdict = verdictOf(c);
+    report.incomplete = incompleteReason(c, options.maxExecutions, s.bounds.maxEvents);
+    return report;
+  }
+  report.verdict = Verdict::Violation;
+  report.found = report.result.counterexample;
+  Counterexample min = minimise(harness, *report.found, options.oracles);
+  // Re-check: the minimised schedule replays to the same log, and the machine now holds it.
+  const ReplayedExecution again = replayChoices(harness, min.choices, options.oracles);
+  if (again.logHash != min.logHash || again.violations.empty())
+    FTSIM_PANIC("the minimised counterexample does not replay");
+  attachTrail(harness, min.violation);
+  report.minimised = std::move(min);
+  return report;
+}
+
+std::string formatCheck(const Harness &h, const CheckReport &r, const std::string &replayPath) {
+  std::string out = fmt::format("ftsim check: {}\n", h.scenario().describe());
+  const ExploreStats &st = r.result.stats;
+  if (r.verdict != Verdict::Violation) {
+    out += fmt::format("{}: no violation; {}\n", verdictWord(r.verdict), r.coverage);
+    if (r.verdict == Verdict::NoViolation)
+      out += "  randomised search: not a proof\n";
+    if (r.verdict == Verdict::Incomplete)
+      out += fmt::format("  nothing is proven: {}\n", r.incomplete);
+    out += fmt::format("  models: {}\n", r.models);
+    out += fmt::format("executions {}, sleep-set blocked {}, pruned branches {}, bound cuts {}, "
+                       "distinct final states {}, {:.2f} s ({:.0f} executions/s)\n",
+                       st.executions, st.sleepBlocked, st.pruned, st.boundCuts, st.distinctStates,
+                       st.seconds, st.executions / std::max(st.seconds, 1e-9));
+    return out;
+  }
+  const Counterexample &min = *r.minimised, &found = *r.found;
+  out += formatViolation(min.violation);
+  out += fmt::format("minimised: {} preemption{}, {} events, {} decisions (found with {} "
+                     "preemption{}, {} events, {} decisions)\n",
+                     min.preemptions, min.preemptions == 1 ? "" : "s", min.events,
+                     min.choices.size(), found.preemptions, found.preemptions == 1 ? "" : "s",
+                     found.events, found.choices.size());
+  if (!replayPath.empty())
+    out += fmt::format("replay: ftsim replay {}\n", replayPath);
+  out += fmt::format("  models: {}\n", r.models);
+  out += fmt::format("after {} executions ({} violating): {}, {:.2f} s\n", st.executions,
+                     r.result.violatingExecutions, r.coverage, st.seconds);
+  return out;
+}
+
+std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckReport &r,
+                      const std::string &replayPath) {
+  const Scenario &s = h.scenario();
+  const ExploreStats &st = r.result.stats;
+  nlohmann::ordered_json j;
+  j["verdict"] = std::string(verdictWord(r.verdict));
+  j["exit_status"] = exitStatus(r.verdict);
+  j["scenario"] = s.name;
+  j["kind"] = std::string(codeKindName(s.code));
+  j["describe"] = s.describe();
+  j["explorer"] = o.explorer;
+  j["reduction"] = o.reduction;
+  j["preemption_bound"] = o.preemptionBound;
+  j["max_events"] = s.bounds.maxEvents;
+  j["models"] = r.models;
+  j["coverage"] = r.coverage;
+  if (r.verdict == Verdict::Incomplete)
+    j["incomplete"] = r.incomplete;
+  j["stats"] = {{"executions", st.executions},
+                {"sleep_blocked", st.sleepBlocked},
+                {"pruned", st.pruned},
+                {"bound_cuts", st.boundCuts},
+                {"event_limit_hits", st.eventLimitHits},
+                {"distinct_states", st.distinctStates},
+                {"decisions", st.decisions},
+                {"events", st.events},
+                {"max_events", st.maxEvents},
+                {"max_preemptions", st.maxPreemptions},
+                {"complete", st.complete}};
+  if (r.minimised) {
+    const Counterexample &min = *r.minimised;
+    j["oracle"] = min.violation.oracle;
+    j["violation"] = summarizeViolation(min.violation);
+    j["bytes"] = arch::hexBytes(min.violation.bytes);
+    j["decoded"] = min.violation.decoded;
+    j["trail"] = min.violation.trail;
+    j["preemptions"] = min.preemptions;
+    j["events"] = min.events;
+    j["decisions"] = min.choices.size();
+    j["found"] = {{"preemptions", r.found->preemptions},
+                  {"events", r.found->events},
+                  {"decisions", r.found->choices.size()}};
+    j["replay"] = replayPath;
+  }
+  return j.dump(2) + "\n";
+}
+
+} // namespace ftsim::verify

@@ -1,0 +1,161 @@
+// From `ftsim check`'s flags to a scenario and its exploration (CheckRequest.h).
+
+#include "ftsim/verify/check/CheckRequest.h"
+
+#include "ftsim/verify/check/Check.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/PatchProtocol.h"
+
+#include <fmt/format.h>
+
+namespace ftsim::verify {
+namespace {
+
+bool trampolineShorthand(const CheckRequest &r) {
+  return r.trampFree || r.trampScenario || r.noSyncUnchanged || r.preempt;
+}
+
+// The trampoline scenarios as `--tramp-free` builds them: 2 CPUs, word stores and atomic fetch
+// (what the published counts were measured with), 400000 events per execution, bound 1.
+Scenario trampolineScenario(const CheckRequest &r) {
+  Scenario s;
+  s.code = CodeKind::Trampoline;
+  s.arch = r.arch.value_or(std::string(arch::defaultArch().name()));
+  s.protocol = r.protocol.value_or(arch::protocolsFor(arch::archByName(s.arch)).front().name);
+  s.cpus = 2;
+  s.store = sim::StoreModel::Word;
+  s.fetch = &sim::fetchModelByName("atomic");
+  s.preemption = r.preempt;
+  s.image = r.image.value_or("");
+  s.bounds.maxEvents = 400000;
+  s.bounds.maxExecutions = 20000;
+  s.bounds.preemptions = 1;
+  s.trampoline.free = r.trampFree.value_or("rcu-tasks");
+  s.trampoline.syncWhenUnchanged = !r.noSyncUnchanged;
+  if (r.trampScenario) {
+    if (*r.trampScenario == "ops-uaf-no-sync")
+      s.trampoline.variant = TrampolineVariant::OpsUafNoSync;
+    else if (*r.trampScenario != "tramp-free-preempted")
+      fatal("--tramp-scenario '{}' (known: tramp-free-preempted, ops-uaf-no-sync)",
+            *r.trampScenario);
+  }
+  s.name = fmt::format("{}-{}-{}", s.arch, trampolineVariantName(s.trampoline.variant),
+                       s.trampoline.free);
+  for (const auto &[given, flag] : {std::pair{r.cpus.has_value(), "--cpus"},
+                                    {r.sites.has_value(), "--sites"},
+                                    {r.siteOffset.has_value(), "--site-offset"},
+                                    {r.transition.has_value(), "--transition"},
+                                    {r.store.has_value(), "--store"},
+                                    {r.fetch.has_value(), "--fetch"},
+                                    {r.preemption, "--preemption (use --preempt)"}})
+    if (given)
+      fatal("check: {} does not apply to the trampoline scenarios (--tramp-free)", flag);
+  return s;
+}
+
+void applySiteOverrides(Scenario &s, const CheckRequest &r) {
+  if (r.siteOffset)
+    s.siteOffset = *r.siteOffset;
+  Transition t = s.sites.front();
+  if (r.transition)
+    t = parseTransition(*r.transition);
+  if (r.sites)
+    s.sites.assign(*r.sites, t);
+  else if (r.transition)
+    s.sites.assign(s.sites.size(), t);
+  if (r.preemption) {
+    s.preemption = true;
+    s.tasksPerCpu = std::max(2u, s.tasksPerCpu);
+  }
+}
+
+} // namespace
+
+Scenario buildCheckScenario(const CheckRequest &r) {
+  if (trampolineShorthand(r)) {
+    if (!r.scenarioFile.empty())
+      fatal("check: --tramp-free/--tramp-scenario/--preempt and --scenario exclude each other");
+    Scenario s = trampolineScenario(r);
+    s.validate("check");
+    return s;
+  }
+  Scenario s;
+  if (!r.scenarioFile.empty())
+    s = loadScenarioFile(r.scenarioFile);
+  else if (!r.protocol)
+    fatal("check: give --protocol (see ftsim protocols), --scenario FILE or --tramp-free POLICY");
+  const std::string origin = r.scenarioFile.empty() ? "check" : r.scenarioFile;
+  if (r.arch) {
+    s.arch = *r.arch;
+    // The ISA's most permissive real store model when the user named none (powerpc: words).
+    if (!r.store && r.scenarioFile.empty())
+      s.store = sim::defaultStoreModel(arch::archByName(s.arch));
+  }
+  if (r.protocol)
+    s.protocol = *r.protocol;
+  if (r.cpus)
+    s.cpus = *r.cpus;
+  if (r.store)
+    s.store = sim::parseStoreModel(*r.store);
+  if (r.fetch)
+    s.fetch = &sim::fetchModelByName(*r.fetch);
+  if (r.image) {
+    if (s.code == CodeKind::Snippet)
+      fatal("check: --image applies to kernel and trampoline scenarios");
+    s.image = *r.image;
+  }
+  if (s.code == CodeKind::Snippet)
+    applySiteOverrides(s, r);
+  else if (r.sites || r.siteOffset || r.transition || r.preemption)
+    fatal("check: --sites, --site-offset, --transition and --preemption apply to site scenarios, "
+          "not to {} scenarios",
+          codeKindName(s.code));
+  if (r.scenarioFile.empty())
+    s.name = fmt::format("{}-{}-{}cpu", s.arch, s.protocol, s.cpus);
+  s.validate(origin);
+  return s;
+}
+
+ExploreOptions buildExploreOptions(const Scenario &s, const CheckRequest &r) {
+  ExploreOptions o = exploreOptionsFor(s);
+  if (r.explorer) {
+    o.explorer = explorerByName(*r.explorer).name();
+    if (!explorerByName(o.explorer).exhaustive())
+      o.maxExecutions = s.explore.runs;
+    else
+      o.maxExecutions = s.bounds.maxExecutions;
+  }
+  const bool exhaustive = explorerByName(o.explorer).exhaustive();
+  if (exhaustive && (r.runs || r.seed || r.depth))
+    fatal("check: --runs, --seed and --depth belong to pct and random search, not to {} search",
+          o.explorer);
+  if (!exhaustive && (r.bound || r.maxExecutions || r.naive))
+    fatal("check: --bound, --max-executions and --naive belong to exhaustive search, not to {}",
+          o.explorer);
+  if (r.naive && o.explorer != "exhaustive")
+    fatal("check: --naive belongs to the exhaustive explorer, not to {}", o.explorer);
+  if (r.bound) {
+    if (*r.bound < -1)
+      fatal("--bound {}: use -1 for none, or a bound of 0 or more", *r.bound);
+    o.preemptionBound = *r.bound;
+  }
+  if (r.maxExecutions) {
+    if (*r.maxExecutions == 0)
+      fatal("--max-executions 0: the budget must be at least 1 execution");
+    o.maxExecutions = *r.maxExecutions;
+  }
+  if (r.runs) {
+    if (*r.runs == 0)
+      fatal("--runs 0: at least 1 run");
+    o.maxExecutions = *r.runs;
+  }
+  if (r.seed)
+    o.seed = *r.seed;
+  if (r.depth)
+    o.pctDepth = *r.depth;
+  o.reduction = !r.naive;
+  return o;
+}
+
+} // namespace ftsim::verify

@@ -1,0 +1,121 @@
+// The rr-bounded explorer: every schedule within `bound` deviations from round robin (Explore.h).
+
+#include "ExploreShared.h"
+#include "ftsim/verify/explore/Explore.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <map>
+
+namespace ftsim::verify {
+namespace {
+
+using namespace detail;
+
+// Round robin over the CPUs and the patcher (never choosing a timer preemption), with the answers
+// at some decisions overridden; records the alternatives an explorer may try at every decision
+// from `recordFrom` on: timer preemptions when `preemptions`, other enabled events otherwise.
+class BoundedScheduler final : public CountingScheduler {
+public:
+  BoundedScheduler(std::map<std::uint64_t, std::uint32_t> overrides, std::uint64_t recordFrom,
+                   bool preemptions)
+      : overrides_(std::move(overrides)), recordFrom_(recordFrom), preemptions_(preemptions) {}
+
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>> &alternatives() const {
+    return alternatives_;
+  }
+
+protected:
+  std::uint32_t choose(const sim::Machine &machine, const sim::DecisionPoint &point) override {
+    if (point.kind == sim::DecisionKind::StaleByte)
+      return point.options - 1;
+    const std::uint64_t index = decisions_++;
+    const unsigned actors = machine.config().cpus + 1;
+    auto actorOf = [&](const sim::EventChoice &e) -> unsigned {
+      return e.kind == sim::EventKind::Store || e.kind == sim::EventKind::Publish ? actors - 1
+                                                                                  : e.cpu;
+    };
+    std::uint32_t base = point.options;
+    for (unsigned d = 1; d <= actors && base == point.options; ++d) {
+      const unsigned actor = (lastActor_ + d) % actors;
+      for (std::uint32_t i = 0; i < point.options; ++i)
+        if (actorOf(point.events[i]) == actor && point.events[i].kind != sim::EventKind::Preempt) {
+          base = i;
+          break;
+        }
+    }
+    if (base == point.options)
+      base = 0; // only preemptions are enabled
+    if (index >= recordFrom_)
+      for (std::uint32_t i = 0; i < point.options; ++i) {
+        const bool preempt = point.events[i].kind == sim::EventKind::Preempt;
+        if (i != base && preempt == preemptions_)
+          alternatives_.push_back({index, i});
+      }
+    std::uint32_t choice = base;
+    if (auto it = overrides_.find(index); it != overrides_.end()) {
+      if (it->second >= point.options)
+        FTSIM_PANIC("bounded schedule: decision {} has {} options, override {}", index,
+                    point.options, it->second);
+      choice = it->second;
+    }
+    lastActor_ = actorOf(point.events[choice]);
+    return choice;
+  }
+
+private:
+  std::map<std::uint64_t, std::uint32_t> overrides_;
+  std::uint64_t recordFrom_;
+  bool preemptions_;
+  std::uint64_t decisions_ = 0;
+  unsigned lastActor_ = 0;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> alternatives_;
+};
+
+class RoundRobinBounded final : public Explorer {
+public:
+  std::string_view name() const override { return "rr-bounded"; }
+  bool exhaustive() const override { return true; }
+  void run(Exploration &x) const override {
+    const ExploreOptions &o = x.options();
+    if (o.preemptionBound < 0)
+      fatal("explorer rr-bounded needs a finite bound (bounds.preemptions or --bound 0 or more)");
+    const auto bound = static_cast<std::size_t>(o.preemptionBound);
+    const bool preemptions = x.harness().scenario().preemption;
+    struct Node {
+      std::map<std::uint64_t, std::uint32_t> overrides;
+      std::uint64_t recordFrom = 0;
+    };
+    std::vector<Node> stack{{}};
+    while (!stack.empty()) {
+      if (x.stats().executions >= o.maxExecutions)
+        return; // budget exhausted: not complete
+      const Node node = std::move(stack.back());
+      stack.pop_back();
+      BoundedScheduler scheduler(node.overrides, node.recordFrom, preemptions);
+      const sim::RunResult run = x.harness().runExecution(scheduler);
+      if (!x.finish(scheduler, scheduler.preemptions(), false, run))
+        return;
+      if (node.overrides.size() >= bound)
+        continue;
+      // Later deviations only (after the last one), so every set of deviations runs once; pushed
+      // in reverse so the earliest is explored first.
+      const auto &alternatives = scheduler.alternatives();
+      for (auto it = alternatives.rbegin(); it != alternatives.rend(); ++it) {
+        Node child{node.overrides, it->first + 1};
+        child.overrides[it->first] = it->second;
+        stack.push_back(std::move(child));
+      }
+    }
+    x.stats().complete = true;
+  }
+};
+
+} // namespace
+
+const Explorer &roundRobinBoundedExplorer() {
+  static const RoundRobinBounded e;
+  return e;
+}
+
+} // namespace ftsim::verify

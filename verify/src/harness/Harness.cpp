@@ -1,0 +1,63 @@
+// The harness registry (Harness.h): one entry per kind of scenario.
+
+#include "ftsim/verify/harness/Harness.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/verify/harness/KernelHarness.h"
+#include "ftsim/verify/harness/SiteHarness.h"
+#include "ftsim/verify/harness/TrampolineHarness.h"
+
+#include <array>
+
+namespace ftsim::verify {
+namespace {
+
+std::string imageOf(const Scenario &s, const HarnessEnv &env) {
+  if (!env.imagePath)
+    fatal("{}: a {} scenario needs a guest image, and no image resolver was given", s.name,
+          codeKindName(s.code));
+  return env.imagePath(s);
+}
+
+struct Kind {
+  CodeKind code;
+  HarnessFactory make;
+};
+
+// The registry: one line per kind.
+const std::array<Kind, 3> &kinds() {
+  static const std::array<Kind, 3> table{{
+      {CodeKind::Snippet,
+       [](const Scenario &s, const HarnessEnv &) { return std::make_unique<SiteHarness>(s); }},
+      {CodeKind::Kernel,
+       [](const Scenario &s, const HarnessEnv &env) {
+         return std::make_unique<KernelHarness>(s, imageOf(s, env));
+       }},
+      {CodeKind::Trampoline,
+       [](const Scenario &s, const HarnessEnv &env) {
+         return std::make_unique<TrampolineHarness>(s, imageOf(s, env));
+       }},
+  }};
+  return table;
+}
+
+} // namespace
+
+std::unique_ptr<Harness> makeHarness(const Scenario &scenario, const HarnessEnv &env) {
+  for (const Kind &k : kinds())
+    if (k.code == scenario.code)
+      return k.make(scenario, env);
+  fatal("{}: no harness for code kind '{}'", scenario.name, codeKindName(scenario.code));
+}
+
+OracleList oraclesFor(const Harness &harness) {
+  OracleList out;
+  for (auto &oracle : registeredOracles())
+    if (oracle->appliesTo(harness))
+      out.push_back(std::move(oracle));
+  for (auto &oracle : harness.kindOracles())
+    out.push_back(std::move(oracle));
+  return out;
+}
+
+} // namespace ftsim::verify

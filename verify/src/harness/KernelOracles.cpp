@@ -1,0 +1,246 @@
+// The kernel harness's own oracles (KernelHarness.h): engine invariants against a reference model
+// of the ops hashes, trace completeness over the scenario's ops, ops use-after-free.
+
+#include "ftsim/verify/harness/KernelHarness.h"
+
+#include "ftsim/kernel/Kernel.h"
+#include "ftsim/model/FtraceOps.h"
+#include "ftsim/model/RecordFlags.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace ftsim::verify {
+
+using namespace ftsim::kernel;
+
+// The reference model of the records and the sites (ScenarioKernel.h, engine-invariant).
+std::optional<std::string> checkEngineState(Kernel &k, bool opsTrampolines) {
+  model::FtraceCore &core = k.core();
+  if (core.dead())
+    return std::string("ftrace is dead (ftrace_kill): ") +
+           (core.bugs().empty() ? std::string("no bug report") : core.bugs().front().text());
+  const arch::Arch &a = k.machine().arch();
+  const auto &addr = core.config().addresses;
+  std::vector<const model::FtraceOps *> live;
+  for (const model::FtraceOps *o : core.opsList())
+    if (!o->has(model::OpsFlag::Stub))
+      live.push_back(o);
+  std::optional<std::string> bad;
+  core.records().forEach([&](const model::DynFtrace &rec) {
+    if (bad || rec.has(model::RecordFlag::Disabled))
+      return;
+    std::vector<const model::FtraceOps *> refs;
+    for (const model::FtraceOps *o : live)
+      if (o->funcHash.containsIp(rec.ip))
+        refs.push_back(o);
+    const bool regs = std::any_of(refs.begin(), refs.end(), [](const model::FtraceOps *o) {
+      return o->has(model::OpsFlag::SaveRegs);
+    });
+    const std::string name = core.recordName(rec);
+    auto fail = [&](const std::string &what) {
+      bad = fmt::format("{} ({:#x}) flags {:#010x}: {}", name, rec.ip, rec.flags, what);
+    };
+    if (!core.ftraceEnabled())
+      refs.clear();
+    if (rec.count() != refs.size())
+      return fail(
+          fmt::format("reference count {} but {} live ops want it", rec.count(), refs.size()));
+    if (rec.has(model::RecordFlag::Enabled) != !refs.empty())
+      return fail(fmt::format("ENABLED is {} with {} ops", rec.has(model::RecordFlag::Enabled),
+                              refs.size()));
+    if (!refs.empty() && rec.has(model::RecordFlag::Regs) != regs)
+      return fail(
+          fmt::format("REGS is {} but SAVE_REGS ops: {}", rec.has(model::RecordFlag::Regs), regs));
+    const bool tramp = opsTrampolines && refs.size() == 1 && refs.front()->trampoline != 0;
+    if (opsTrampolines && !refs.empty() && rec.has(model::RecordFlag::Tramp) != tramp)
+      return fail(fmt::format("TRAMP is {} but the model says {}",
+                              rec.has(model::RecordFlag::Tramp), tramp));
+    arch::Bytes want;
+    if (refs.empty())
+      want = a.nop();
+    else {
+      const std::uint64_t target = tramp  ? refs.front()->trampoline
+                                   : regs ? addr.ftraceRegsCaller
+                                          : addr.ftraceCaller;
+      want = a.call(rec.ip, target).bytes;
+    }
+    for (unsigned cpu = 0; cpu < k.machine().config().cpus; ++cpu) {
+      const arch::Bytes seen = k.machine().viewBytes(cpu, rec.ip, a.siteSize());
+      if (seen != want)
+        return fail(fmt::format("cpu{} sees {} but the model says {}", cpu, arch::hexBytes(seen),
+                                arch::hexBytes(want)));
+    }
+  });
+  if (bad)
+    return bad;
+  const arch::TrampolineCode &code = k.trampolines();
+  for (std::uint64_t call : {code.ftraceCall, code.ftraceRegsCall}) {
+    if (!call)
+      continue;
+    const arch::Bytes bytes = k.machine().viewBytes(0, call, a.siteSize());
+    const auto target = a.callTarget(call, bytes);
+    if (!target)
+      return fmt::format("{} holds {}, not a call", k.symbolName(call, true),
+                         arch::hexBytes(bytes));
+    if (live.empty() && *target != code.ftraceStub)
+      return fmt::format("{} calls {:#x} with no live ops (ftrace_stub is {:#x})",
+                         k.symbolName(call, true), *target, code.ftraceStub);
+    if (live.size() >= 2 && *target != code.listFuncStub)
+      return fmt::format("{} calls {:#x} with {} live ops (the list function is {:#x})",
+                         k.symbolName(call, true), *target, live.size(), code.listFuncStub);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+class EngineInvariantOracle final : public Oracle {
+public:
+  explicit EngineInvariantOracle(const KernelHarness &h) : h_(h) {}
+  std::string_view name() const override { return "engine-invariant"; }
+  void check(const ExecutionView &x, std::vector<Violation> &out) const override {
+    for (const KernelHarness::EngineCheck &c : h_.engineChecks()) {
+      Violation v = violationAt(x, "engine-invariant", c.event, c.message);
+      v.cpus = {0};
+      out.push_back(std::move(v));
+    }
+  }
+
+private:
+  const KernelHarness &h_;
+};
+
+// The list function walked an ops its owner had already freed.
+class OpsUseAfterFreeOracle final : public Oracle {
+public:
+  explicit OpsUseAfterFreeOracle(std::function<const Kernel &()> kernel)
+      : kernel_(std::move(kernel)) {}
+  std::string_view name() const override { return "trampoline-lifetime"; }
+  void check(const ExecutionView &x, std::vector<Violation> &out) const override {
+    const Kernel &k = kernel_();
+    for (const OpsUseAfterFree &u : k.opsUseAfterFree()) {
+      Violation v = violationAt(
+          x, "trampoline-lifetime", u.event,
+          fmt::format("ops-use-after-free: the list function walked ops '{}' freed at event {} "
+                      "(ftrace_ops_list read at event {}) for {}",
+                      u.ops, u.freedEvent, u.readEvent, k.symbolName(u.ip, false)));
+      v.cpus = {u.cpu};
+      v.task = u.task;
+      v.pc = u.ip;
+      out.push_back(std::move(v));
+    }
+  }
+
+private:
+  std::function<const Kernel &()> kernel_;
+};
+
+} // namespace
+
+std::shared_ptr<const Oracle> makeOpsUseAfterFreeOracle(std::function<const Kernel &()> kernel) {
+  return std::make_shared<OpsUseAfterFreeOracle>(std::move(kernel));
+}
+
+namespace {
+
+class KernelTraceCompleteness final : public Oracle {
+public:
+  explicit KernelTraceCompleteness(const KernelHarness &h) : h_(h) {}
+  std::string_view name() const override { return "trace-completeness"; }
+  void check(const ExecutionView &x, std::vector<Violation> &out) const override {
+    const Kernel &k = h_.kernel();
+    const auto &intervals = h_.intervals();
+    const auto &states = h_.states();
+    const auto &slots = h_.slots();
+    const bool finished = x.run.status == sim::RunResult::Status::Completed;
+    const std::uint64_t events = x.machine.events().size();
+    auto violation = [&](std::uint64_t event, unsigned cpu, int task, std::uint64_t ip,
+                         std::string message) {
+      Violation v = violationAt(x, "trace-completeness", event, std::move(message));
+      v.cpus = {cpu};
+      v.task = task;
+      v.pc = ip;
+      out.push_back(std::move(v));
+    };
+    auto statesAt = [&](std::uint64_t event) -> std::pair<std::size_t, std::size_t> {
+      for (std::size_t i = 0; i < intervals.size(); ++i) {
+        if (event < intervals[i].begin)
+          return {i, i};
+        if (event < intervals[i].end)
+          return {i, i + 1};
+      }
+      return {intervals.size(), intervals.size()};
+    };
+    auto inOp = [&](std::uint64_t a, std::uint64_t b) { // any operation overlaps [a, b]
+      for (const KernelHarness::OpInterval &iv : intervals)
+        if (iv.begin <= b && a < iv.end)
+          return true;
+      return false;
+    };
+    const std::vector<SiteExecution> sites = k.siteExecutions();
+    std::map<int, std::vector<const SiteExecution *>> byTask;
+    for (const SiteExecution &se : sites)
+      byTask[se.task].push_back(&se);
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      for (const KernelHarness::OpsCall &c : slots[i].calls) {
+        // The site execution this callback belongs to: the task's last one at or before it.
+        const SiteExecution *from = nullptr;
+        for (const SiteExecution *se : byTask[c.task])
+          if (se->event <= c.event && se->ip == c.ip)
+            from = se;
+        const std::uint64_t start = from ? from->event : c.event;
+        const std::size_t lo = statesAt(start).first, hi = statesAt(c.event).second;
+        bool allowed = false;
+        for (std::size_t st = lo; st <= hi && st < states.size(); ++st)
+          allowed |= states[st][i].live && states[st][i].ips.count(c.ip) != 0;
+        if (!allowed)
+          violation(
+              c.event, c.cpu, c.task, c.ip,
+              fmt::format("ops '{}' called for {} ({:#x}), which it was never enabled for while "
+                          "the call ran (filter '{}')",
+                          slots[i].spec->name, k.symbolName(c.ip, false), c.ip,
+                          slots[i].spec->filter));
+      }
+    }
+    for (auto &[task, list] : byTask) {
+      for (std::size_t j = 0; j < list.size(); ++j) {
+        const SiteExecution &se = *list[j];
+        const std::uint64_t end = j + 1 < list.size() ? list[j + 1]->event : events;
+        if (j + 1 == list.size() && !finished)
+          continue;
+        if (inOp(se.event, end))
+          continue;
+        const KernelHarness::EngineState &st = states[statesAt(se.event).first];
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+          if (!st[i].live || !st[i].ips.count(se.ip))
+            continue;
+          std::size_t n = 0;
+          for (const KernelHarness::OpsCall &c : slots[i].calls)
+            n += c.task == task && c.ip == se.ip && c.event >= se.event && c.event < end;
+          if (n != 1)
+            violation(
+                se.event, se.cpu, task, se.ip,
+                fmt::format("{} ({:#x}) ran while ops '{}' was enabled for it, and the ops was "
+                            "called {} times for that call",
+                            k.symbolName(se.ip, false), se.ip, slots[i].spec->name, n));
+        }
+      }
+    }
+  }
+
+private:
+  const KernelHarness &h_;
+};
+
+} // namespace
+
+OracleList KernelHarness::kindOracles() const {
+  return {std::make_shared<EngineInvariantOracle>(*this),
+          makeOpsUseAfterFreeOracle([this]() -> const Kernel & { return kernel(); }),
+          std::make_shared<KernelTraceCompleteness>(*this)};
+}
+
+} // namespace ftsim::verify

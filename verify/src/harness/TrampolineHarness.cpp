@@ -1,0 +1,208 @@
+// Trampoline-lifetime scenarios on the simulated kernel: one execution (TrampolineHarness.h).
+
+#include "ftsim/verify/harness/TrampolineHarness.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/Image.h"
+#include "ftsim/kernel/Kernel.h"
+#include "ftsim/model/FtraceOps.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
+#include "ftsim/verify/harness/KernelHarness.h"
+
+#include <fmt/format.h>
+
+namespace ftsim::verify {
+
+using namespace ftsim::kernel;
+namespace {
+
+constexpr const char *kTracedFunction = "posix_cpu_timer_set";
+
+} // namespace
+
+TrampolineHarness::TrampolineHarness(Scenario scenario, std::string imagePath)
+    : scenario_(std::move(scenario)), imagePath_(std::move(imagePath)) {
+  if (scenario_.code != CodeKind::Trampoline)
+    fatal("{}: not a trampoline scenario (code kind is not \"trampoline\")", scenario_.name);
+  // The reference: the same tasks without the patcher, round robin.
+  setUp(false);
+  sim::RoundRobinScheduler rr;
+  kernel_->run(rr, scenario_.bounds.maxEvents);
+  const sim::Machine &m = machine();
+  for (std::size_t t = 0; t < m.taskCount(); ++t) {
+    const sim::TaskInfo info = m.task(static_cast<int>(t));
+    if (info.state != sim::TaskState::Exited)
+      fatal("{}: task {} ({}) did not finish the reference run (no patcher) within max_events = "
+            "{}",
+            scenario_.name, t, info.name, scenario_.bounds.maxEvents);
+    reference_.push_back(info.result);
+  }
+}
+
+TrampolineHarness::~TrampolineHarness() = default;
+
+const arch::Arch &TrampolineHarness::arch() const { return arch::archByName(scenario_.arch); }
+sim::Machine &TrampolineHarness::machine() { return kernel_->machine(); }
+const sim::Machine &TrampolineHarness::machine() const { return kernel_->machine(); }
+
+bool TrampolineHarness::sleepsUntilCall() const {
+  if (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync)
+    return false;
+  // By default only where the next call does not follow the grace period at once (ppc32).
+  return scenario_.trampoline.sleepUntilCall.value_or(!arch().nextCallFollowsGracePeriod());
+}
+
+void TrampolineHarness::setUp(bool withPatcher) {
+  const TrampolineSpec &spec = scenario_.trampoline;
+  const bool uaf = spec.variant == TrampolineVariant::OpsUafNoSync;
+  KernelConfig config;
+  config.machine.cpus = scenario_.cpus;
+  config.machine.quantum = 64;
+  config.machine.preemption = scenario_.preemption;
+  config.machine.storeModel = scenario_.store;
+  config.machine.fetchModel = scenario_.fetch;
+  config.protocol = scenario_.protocol;
+  config.opsTrampolines = !uaf;
+  config.splitListFunction = uaf;
+  config.freePolicy.free = model::parseTrampolineFree(spec.free);
+  config.freePolicy.syncWhenUnchanged = spec.syncWhenUnchanged;
+  kernel_.reset();
+  ops_.clear();
+  kernel_ = std::make_unique<Kernel>(arch::loadImage(imagePath_), config);
+  Kernel &kernel = *kernel_;
+  kernel.addWorkload("timers", 1, 1);
+  kernel.addWorkload("timers", 1, 2);
+  // kmalloc'ed ops (FTRACE_OPS_FL_DYNAMIC), like perf's or a kprobe's.
+  for (unsigned i = 0; i < (uaf ? 2u : 1u); ++i) {
+    ops_.push_back(std::make_unique<model::FtraceOps>(
+        fmt::format("dynamic_ops{}", i),
+        [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {},
+        model::OpsFlag::Dynamic));
+    kernel.core().setFilter(*ops_.back(), kTracedFunction, true);
+  }
+  const arch::ImageSymbol *traced = kernel.image().findSymbol(kTracedFunction);
+  if (!traced)
+    fatal("{}: no {} to trace", kernel.image().name, kTracedFunction);
+  site_ = 0;
+  kernel.core().records().forEach([&](const model::DynFtrace &rec) {
+    if (!site_ && rec.ip >= traced->addr && rec.ip < traced->addr + traced->size)
+      site_ = rec.ip;
+  });
+  if (!withPatcher)
+    return;
+  kernel.patcher([this, uaf, sleep = sleepsUntilCall()](Kernel &k) {
+    for (auto &op : ops_)
+      k.core().registerFunction(*op);
+    // The tasks call through it for a while: an RCU-tasks grace period; for the list function
+    // case schedule_on_each_cpu(), which a preempted reader does not hold up.
+    if (uaf)
+      k.machine().scheduleOnEachCpu();
+    else
+      k.machine().synchronizeRcuTasks();
+    // Then, optionally, sleep (one no-op publication at a time, the tasks running meanwhile)
+    // until a task calls the function again, so the unregistration races a call that is inside
+    // the trampoline. (How soon a call follows the end of the grace period depends on the ISA's
+    // code: on ppc32 the next call comes too late for the round-robin schedule otherwise.)
+    std::uint64_t scanned = k.now();
+    for (int i = 0; sleep && i < 100000; ++i) {
+      bool called = false;
+      const auto events = k.machine().events();
+      for (; scanned < events.size(); ++scanned)
+        called =
+            called || (events[scanned].kind == sim::EventKind::Step && events[scanned].pc == site_);
+      if (called)
+        break;
+      k.machine().publish("sleep", [] {});
+    }
+    for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
+      k.core().unregisterFunction(**it);
+      k.freeOps(**it); // the owner's kfree()
+    }
+  });
+}
+
+sim::RunResult TrampolineHarness::runExecution(sim::Scheduler &scheduler,
+                                               const std::function<bool()> &stop) {
+  setUp(true);
+  const std::uint64_t limit = scenario_.bounds.maxEvents;
+  sim::RunResult total;
+  if (!stop) {
+    total = kernel_->run(scheduler, limit);
+  } else {
+    total.status = sim::RunResult::Status::EventLimit;
+    while (total.events < limit) {
+      const sim::RunResult r = kernel_->run(scheduler, 1);
+      total.events += r.events;
+      total.status = r.status;
+      if (r.status != sim::RunResult::Status::EventLimit || stop())
+        break;
+    }
+  }
+  // Annotations: where a CPU enters and leaves a trampoline, which preemptions and switches are
+  // (not) quiescent states.
+  annotations_.clear();
+  std::map<unsigned, bool> inside;
+  for (const sim::EventRecord &e : machine().events()) {
+    if (e.kind == sim::EventKind::Preempt)
+      annotations_[e.index] = "timer preemption: not a quiescent state";
+    if (e.kind != sim::EventKind::Step && e.kind != sim::EventKind::Run)
+      continue;
+    bool now = false;
+    for (const OpsTrampoline &t : kernel_->opsTrampolines())
+      now = now || (e.pc >= t.addr && e.pc < t.addr + t.size);
+    if (now != inside[e.cpu])
+      annotations_[e.index] = now ? "enters the ops trampoline" : "leaves the ops trampoline";
+    inside[e.cpu] = now;
+    if (e.outcome == sim::StepOutcome::Schedule)
+      annotations_[e.index] = "schedule(): voluntary switch (quiescent)";
+  }
+  return total;
+}
+
+std::string TrampolineHarness::symbol(std::uint64_t addr) const {
+  return kernel_->symbolName(addr, true);
+}
+
+std::string TrampolineHarness::siteOf(std::uint64_t addr) const {
+  for (const PatchSite &site : kernel_->patchSites())
+    if (addr >= site.addr && addr < site.addr + site.size)
+      return kernel_->symbolName(addr, true);
+  return {};
+}
+
+std::string TrampolineHarness::annotate(const sim::EventRecord &e) const {
+  auto it = annotations_.find(e.index);
+  return it == annotations_.end() ? std::string() : it->second;
+}
+
+std::uint64_t TrampolineHarness::finalStateHash() const {
+  const sim::Machine &m = machine();
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  for (std::size_t t = 0; t < m.taskCount(); ++t) {
+    mix(static_cast<std::uint64_t>(m.task(static_cast<int>(t)).state));
+    mix(m.task(static_cast<int>(t)).result);
+  }
+  for (const sim::Finding &f : m.findings())
+    mix(static_cast<std::uint64_t>(f.kind) << 32 ^ f.pc);
+  return h;
+}
+
+OracleList TrampolineHarness::kindOracles() const {
+  return {makeOpsUseAfterFreeOracle([this]() -> const Kernel & { return *kernel_; })};
+}
+
+std::string TrampolineHarness::describeSetup() const {
+  return fmt::format(
+      "{} CPUs (patcher on cpu0), 2 tasks on cpu1 x 16 calls, fast mode quantum 64 "
+      "(trampolines and patched sites stepped per instruction){}",
+      scenario_.cpus,
+      sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "");
+}
+
+// The simulated kernel routes boot-time writes (text_poke_early: nothing else runs) and live
+// updates through one patcher port, and the ISA's rule has no notion of boot; it is applied to
+// site scenarios and by `ftsim mutants` (see verify/README.md, Limits).
+std::vector<std::string> TrampolineHarness::livePatchingFindings() const { return {}; }
+
+} // namespace ftsim::verify

@@ -1,0 +1,142 @@
+#include "ftsim/verify/prove/ProtocolTrace.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <map>
+
+namespace ftsim::verify {
+namespace {
+
+// A stopped machine whose text is a byte map. Stores are split by the store model; after every
+// atomic store and publication the protocol's trap handler is asked about every site.
+class RecordingPort final : public arch::MachinePort {
+public:
+  RecordingPort(sim::StoreModel store, ProtocolTrace &trace) : store_(store), trace_(trace) {}
+
+  std::map<std::uint64_t, std::uint8_t> text;
+
+  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      auto it = text.find(addr + i);
+      if (it == text.end())
+        return false;
+      out[i] = it->second;
+    }
+    return true;
+  }
+  bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
+    for (const auto &piece :
+         sim::splitStores(store_, addr, static_cast<std::uint32_t>(bytes.size()))) {
+      TraceStep step;
+      step.kind = TraceStep::Kind::Store;
+      step.addr = addr + piece.offset;
+      step.bytes.assign(bytes.begin() + piece.offset, bytes.begin() + piece.offset + piece.size);
+      for (std::size_t i = 0; i < step.bytes.size(); ++i)
+        text[step.addr + i] = step.bytes[i];
+      trace_.steps.push_back(step);
+      addPoint(trace_.points.back().stores + 1, false);
+    }
+    return true;
+  }
+  void syncCores() override {
+    trace_.steps.push_back({TraceStep::Kind::Sync, 0, {}});
+    addPoint(trace_.points.back().stores, true);
+  }
+  std::uint64_t allocText(std::size_t, std::uint64_t) override { return 0; }
+  void freeText(std::uint64_t, std::size_t) override {}
+  void synchronizeRcuTasks() override {}
+  void scheduleOnEachCpu() override {}
+  void publish(std::string_view, const std::function<void()> &write) override {
+    write();
+    addPoint(trace_.points.back().stores, false);
+  }
+  void setTrapHandler(arch::TrapHandler handler) override { handler_ = std::move(handler); }
+  void setHypercall(std::uint64_t, arch::Hypercall) override {}
+
+  void addPoint(std::size_t stores, bool afterSync) {
+    trace_.points.push_back({stores, afterSync, probe()});
+  }
+
+  std::vector<bool> probe() {
+    std::vector<bool> out;
+    for (const auto &r : trace_.requests) {
+      ProbeContext ctx(r.addr);
+      out.push_back(handler_ && handler_(ctx, r.addr) == arch::TrapVerdict::Handled);
+    }
+    return out;
+  }
+
+private:
+  // Registers and a scratch stack for one probing trap.
+  class ProbeContext final : public arch::GuestContext {
+  public:
+    explicit ProbeContext(std::uint64_t addr) : pc_(addr + 1) {}
+    unsigned cpu() const override { return 1; }
+    int task() const override { return 1; }
+    std::uint64_t pc() const override { return pc_; }
+    void setPc(std::uint64_t pc) override { pc_ = pc; }
+    std::uint64_t sp() const override { return sp_; }
+    void setSp(std::uint64_t sp) override { sp_ = sp; }
+    std::uint64_t reg(int) const override { return 0; }
+    void setReg(int, std::uint64_t) override {}
+    bool readMemory(std::uint64_t, std::span<std::uint8_t> out) const override {
+      std::fill(out.begin(), out.end(), 0);
+      return true;
+    }
+    bool writeMemory(std::uint64_t, std::span<const std::uint8_t>) override { return true; }
+
+  private:
+    std::uint64_t pc_;
+    std::uint64_t sp_ = 0x10000;
+  };
+
+  sim::StoreModel store_;
+  ProtocolTrace &trace_;
+  arch::TrapHandler handler_;
+};
+
+} // namespace
+
+std::size_t ProtocolTrace::syncs() const {
+  std::size_t n = 0;
+  for (const auto &step : steps)
+    n += step.kind == TraceStep::Kind::Sync;
+  return n;
+}
+
+arch::Bytes ProtocolTrace::siteAt(std::size_t k, std::size_t s) const {
+  arch::Bytes bytes = requests[s].oldBytes;
+  std::size_t stored = 0;
+  for (const auto &step : steps) {
+    if (step.kind != TraceStep::Kind::Store)
+      continue;
+    if (stored++ == k)
+      break;
+    for (std::size_t i = 0; i < step.bytes.size(); ++i) {
+      const std::uint64_t a = step.addr + i;
+      if (a >= requests[s].addr && a < requests[s].addr + bytes.size())
+        bytes[a - requests[s].addr] = step.bytes[i];
+    }
+  }
+  return bytes;
+}
+
+ProtocolTrace traceProtocol(const arch::Arch &arch, std::string_view protocol,
+                            sim::StoreModel store,
+                            const std::vector<arch::PatchRequest> &requests) {
+  ProtocolTrace trace;
+  trace.requests = requests;
+  RecordingPort port(store, trace);
+  for (const auto &r : requests)
+    for (std::size_t i = 0; i < r.oldBytes.size(); ++i)
+      port.text[r.addr + i] = r.oldBytes[i];
+  auto proto = arch::makePatchProtocol(arch, protocol);
+  proto->attach(port);
+  port.addPoint(0, false);
+  for (const auto &r : requests)
+    proto->queue(r);
+  proto->finish();
+  return trace;
+}
+
+} // namespace ftsim::verify

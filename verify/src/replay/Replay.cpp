@@ -1,0 +1,164 @@
+// Replay files (nlohmann_json) and their byte-for-byte reproduction.
+
+#include "ftsim/verify/replay/Replay.h"
+
+#include "ftsim/verify/replay/Timeline.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace ftsim::verify {
+
+std::string replayToJson(const Scenario &scenario, const Counterexample &cex) {
+  nlohmann::ordered_json j;
+  j["format"] = "ftsim-replay";
+  j["version"] = 1;
+  j["arch"] = scenario.arch;
+  j["protocol"] = scenario.protocol;
+  j["store"] = std::string(sim::storeModelName(scenario.store));
+  j["fetch"] = std::string(scenario.fetch->name());
+  j["scenario"] = scenario.toToml();
+  j["choices"] = cex.choices;
+  j["preemptions"] = cex.preemptions;
+  j["events"] = cex.events;
+  j["log_fnv1a"] = fmt::format("{:#018x}", cex.logHash);
+  nlohmann::ordered_json e;
+  e["oracle"] = cex.violation.oracle;
+  e["summary"] = summarizeViolation(cex.violation);
+  e["event"] = cex.violation.event;
+  e["bytes"] = arch::hexBytes(cex.violation.bytes);
+  e["decoded"] = cex.violation.decoded;
+  j["expect"] = e;
+  return j.dump(2) + "\n";
+}
+
+void writeReplayFile(const std::string &path, const Scenario &scenario, const Counterexample &cex) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    fatal("{}: cannot write the replay file", path);
+  out << replayToJson(scenario, cex);
+  if (!out)
+    fatal("{}: cannot write the replay file", path);
+}
+
+namespace {
+arch::Bytes parseHexBytes(const std::string &text, const std::string &origin) {
+  arch::Bytes out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ') {
+      ++i;
+      continue;
+    }
+    std::size_t used = 0;
+    unsigned long v = 0;
+    try {
+      v = std::stoul(text.substr(i, 2), &used, 16);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used != 2 || v > 0xff)
+      fatal("{}: expect.bytes '{}' is not a list of hex bytes", origin, text);
+    out.push_back(static_cast<std::uint8_t>(v));
+    i += 2;
+  }
+  return out;
+}
+} // namespace
+
+ReplayFile parseReplay(const std::string &text, const std::string &origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error &e) {
+    fatal("{}: not JSON ({})", origin, e.what());
+  }
+  auto field = [&](const nlohmann::json &obj, const char *key) -> const nlohmann::json & {
+    if (!obj.is_object() || !obj.contains(key))
+      fatal("{}: not a replay file: missing '{}'", origin, key);
+    return obj.at(key);
+  };
+  try {
+    if (field(j, "format") != "ftsim-replay")
+      fatal("{}: not a replay file (format is not \"ftsim-replay\")", origin);
+    if (field(j, "version") != 1)
+      fatal("{}: replay format version {} is not supported (1 is)", origin,
+            field(j, "version").dump());
+    ReplayFile file;
+    file.scenario = parseScenario(field(j, "scenario").get<std::string>(), origin + " (scenario)");
+    const Scenario &s = file.scenario;
+    if (field(j, "arch") != s.arch || field(j, "protocol") != s.protocol ||
+        field(j, "store") != sim::storeModelName(s.store) || field(j, "fetch") != s.fetch->name())
+      fatal("{}: arch/protocol/store/fetch disagree with the embedded scenario", origin);
+    Counterexample &c = file.counterexample;
+    c.choices = field(j, "choices").get<std::vector<std::uint32_t>>();
+    c.preemptions = field(j, "preemptions").get<unsigned>();
+    c.events = field(j, "events").get<std::uint64_t>();
+    const std::string hash = field(j, "log_fnv1a").get<std::string>();
+    try {
+      std::size_t used = 0;
+      c.logHash = std::stoull(hash, &used, 16);
+      if (used != hash.size())
+        throw std::invalid_argument(hash);
+    } catch (const std::exception &) {
+      fatal("{}: log_fnv1a '{}' is not a hexadecimal hash", origin, hash);
+    }
+    const nlohmann::json &e = field(j, "expect");
+    c.violation.oracle = field(e, "oracle").get<std::string>();
+    c.violation.message = field(e, "summary").get<std::string>(); // compared as a summary
+    c.violation.event = field(e, "event").get<std::uint64_t>();
+    c.violation.decoded = field(e, "decoded").get<std::string>();
+    c.violation.bytes = parseHexBytes(field(e, "bytes").get<std::string>(), origin);
+    return file;
+  } catch (const nlohmann::json::exception &e) {
+    fatal("{}: malformed replay file ({})", origin, e.what());
+  }
+}
+
+ReplayFile loadReplayFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fatal("{}: cannot open replay file", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseReplay(text.str(), path);
+}
+
+Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin) {
+  Reproduction r;
+  try {
+    r.execution = replayChoices(harness, file.counterexample.choices);
+  } catch (const FatalError &e) {
+    fatal("{}: does not replay: {}", origin, e.what());
+  }
+  const Counterexample &c = file.counterexample;
+  if (r.execution.logHash != c.logHash)
+    fatal("{}: does not reproduce byte for byte: event log hash {:#018x}, the file says {:#018x} "
+          "(another build of the guest, or an edited file)",
+          origin, r.execution.logHash, c.logHash);
+  if (r.execution.violations.empty())
+    fatal("{}: does not reproduce: the execution has no violation, the file expects {}", origin,
+          c.violation.oracle);
+  const Violation &got = r.execution.violations.front();
+  auto differs = [&](const char *field, const std::string &want, const std::string &have) {
+    if (want != have)
+      fatal("{}: does not reproduce: expect.{} is '{}', the execution shows '{}'", origin, field,
+            want, have);
+  };
+  differs("oracle", c.violation.oracle, got.oracle);
+  differs("summary", c.violation.message, summarizeViolation(got));
+  differs("event", std::to_string(c.violation.event), std::to_string(got.event));
+  differs("bytes", arch::hexBytes(c.violation.bytes), arch::hexBytes(got.bytes));
+  differs("decoded", c.violation.decoded, got.decoded);
+  r.violation = got;
+  attachTrail(harness, r.violation);
+  r.timeline = timeline(harness);
+  return r;
+}
+
+} // namespace ftsim::verify

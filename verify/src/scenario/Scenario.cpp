@@ -1,0 +1,322 @@
+// Scenarios: validation, descriptions and the TOML text embedded in replay files (the parser is
+// ScenarioToml.cpp).
+
+#include "ftsim/verify/scenario/Scenario.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/model/OpsTrampolines.h"
+#include "ftsim/verify/explore/Explore.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace ftsim::verify {
+
+std::string_view transitionLabel(Transition t) {
+  switch (t) {
+  case Transition::NopToCall:
+    return "nop-to-call";
+  case Transition::CallToNop:
+    return "call-to-nop";
+  case Transition::CallToCall:
+    return "call-to-call";
+  }
+  return "?";
+}
+
+Transition parseTransition(std::string_view text) {
+  for (Transition t : {Transition::NopToCall, Transition::CallToNop, Transition::CallToCall})
+    if (transitionLabel(t) == text)
+      return t;
+  fatal("unknown transition '{}' (known: nop-to-call, call-to-nop, call-to-call)", text);
+}
+
+std::vector<unsigned> Scenario::resolvedTaskCpus() const {
+  if (!taskCpus.empty())
+    return taskCpus;
+  std::vector<unsigned> out;
+  for (unsigned c = 1; c < cpus; ++c)
+    out.push_back(c);
+  return out;
+}
+
+namespace {
+
+using Complaint = std::function<void(const std::string &)>;
+
+void validateTrampoline(const Scenario &s, const Complaint &bad) {
+  if (s.cpus != 2)
+    bad(fmt::format("cpus = {}: a trampoline scenario runs on 2 CPUs (the patcher on CPU 0, the "
+                    "tasks on CPU 1)",
+                    s.cpus));
+  try {
+    model::parseTrampolineFree(s.trampoline.free);
+  } catch (const FatalError &e) {
+    bad(fmt::format("trampoline.free: {}", e.what()));
+  }
+}
+
+void validateEngine(const Scenario &s, const Complaint &bad) {
+  const EngineSpec &engine = s.engine;
+  if (s.cpus < 2)
+    bad("an engine-level scenario needs at least 2 CPUs (the patcher runs on CPU 0)");
+  if (engine.workloads.empty() || engine.workloads.size() > s.cpus - 1)
+    bad(fmt::format("engine.workloads: {} workloads for {} task CPUs (1-{})",
+                    engine.workloads.size(), s.cpus - 1, s.cpus - 1));
+  std::set<std::string> names;
+  for (const EngineOpsSpec &o : engine.ops) {
+    if (o.name.empty())
+      bad("an [[engine.ops]] entry has no name");
+    if (!names.insert(o.name).second)
+      bad(fmt::format("engine.ops: '{}' is defined twice", o.name));
+  }
+  for (const EngineStep &st : engine.steps) {
+    if (st.op == EngineOpKind::Tracer) {
+      if (st.tracer != "function" && st.tracer != "nop")
+        bad(fmt::format("engine.steps: tracer = '{}' (known: function, nop)", st.tracer));
+      continue;
+    }
+    if (!names.count(st.ops))
+      bad(fmt::format("engine.steps: {} names ops '{}', which [[engine.ops]] does not define",
+                      engineOpName(st.op), st.ops));
+    if (st.op != EngineOpKind::Register && st.op != EngineOpKind::Unregister && st.pattern.empty())
+      bad(fmt::format("engine.steps: {} {} needs a pattern", engineOpName(st.op), st.ops));
+  }
+}
+
+} // namespace
+
+void Scenario::validate(const std::string &origin) const {
+  const Complaint bad = [&](const std::string &what) { fatal("{}: {}", origin, what); };
+  const arch::Arch *a = nullptr;
+  try {
+    a = &arch::archByName(arch);
+  } catch (const FatalError &e) {
+    bad(e.what());
+  }
+  if (!a->executable())
+    bad(fmt::format("arch {} cannot be executed by the simulator (x86_64 and ppc32 can)", arch));
+  try {
+    arch::makeMutantProtocol(*a, protocol); // a table protocol or one of the ISA's mutants
+  } catch (const FatalError &e) {
+    bad(e.what());
+  }
+  if (cpus < 1 || cpus > 8)
+    bad(fmt::format("cpus = {} is out of range (1-8)", cpus));
+  if (siteOffset > 63)
+    bad(fmt::format("site_offset = {} is out of range (0-63)", siteOffset));
+  if (siteOffset % a->insnAlignment() != 0)
+    bad(fmt::format("site_offset = {} is not {}-byte aligned as {} instructions are", siteOffset,
+                    a->insnAlignment(), arch));
+  if (!sim::isRealStoreModel(*a, store))
+    bad(fmt::format("store = {} is not a real {} machine (aligned word stores are atomic): use "
+                    "word or line",
+                    sim::storeModelName(store), a->family()));
+  if (calls < 1 || calls > 64)
+    bad(fmt::format("calls = {} is out of range (1-64)", calls));
+  if (tasksPerCpu < 1 || tasksPerCpu > 4)
+    bad(fmt::format("tasks_per_cpu = {} is out of range (1-4)", tasksPerCpu));
+  if (sites.empty() || sites.size() > 8)
+    bad(fmt::format("{} sites: a scenario patches 1-8 sites", sites.size()));
+  for (unsigned c : resolvedTaskCpus())
+    if (c >= cpus)
+      bad(fmt::format("task_cpus names CPU {} but the machine has {} CPUs", c, cpus));
+  if (resolvedTaskCpus().empty())
+    bad("no CPU runs a task (with 1 CPU, list task_cpus = [0])");
+  if (bounds.maxEvents < 1)
+    bad("max_events must be positive");
+  if (bounds.preemptions < -1)
+    bad(fmt::format("preemptions = {} (use -1 for no bound)", bounds.preemptions));
+  if (!expectVerdict.empty() && expectVerdict != "violation" && expectVerdict != "verified")
+    bad(fmt::format("expect.verdict = '{}' (known: violation, verified)", expectVerdict));
+  if (!explore.explorer.empty() && !findExplorer(explore.explorer))
+    bad(fmt::format("explore.explorer = '{}' (known: {})", explore.explorer, explorerNames()));
+  if (explore.runs < 1)
+    bad("explore.runs must be positive");
+  if (explore.pctDepth < 1 || explore.pctDepth > 20)
+    bad(fmt::format("explore.pct_depth = {} is out of range (1-20)", explore.pctDepth));
+  if (code == CodeKind::Trampoline)
+    validateTrampoline(*this, bad);
+  if (code == CodeKind::Kernel)
+    validateEngine(*this, bad);
+}
+
+std::string_view codeKindName(CodeKind kind) {
+  switch (kind) {
+  case CodeKind::Snippet:
+    return "snippet";
+  case CodeKind::Kernel:
+    return "kernel";
+  case CodeKind::Trampoline:
+    return "trampoline";
+  }
+  return "?";
+}
+
+std::string_view trampolineVariantName(TrampolineVariant v) {
+  return v == TrampolineVariant::TrampFreePreempted ? "tramp-free-preempted" : "ops-uaf-no-sync";
+}
+
+std::string Scenario::explorer() const {
+  if (!explore.explorer.empty())
+    return explore.explorer;
+  switch (code) {
+  case CodeKind::Kernel:
+    return "random";
+  case CodeKind::Trampoline:
+    return "rr-bounded";
+  case CodeKind::Snippet:
+    break;
+  }
+  return "exhaustive";
+}
+
+std::string_view engineOpName(EngineOpKind kind) {
+  switch (kind) {
+  case EngineOpKind::Register:
+    return "register";
+  case EngineOpKind::Unregister:
+    return "unregister";
+  case EngineOpKind::SetFilter:
+    return "set-filter";
+  case EngineOpKind::AppendFilter:
+    return "append-filter";
+  case EngineOpKind::RemoveFilter:
+    return "remove-filter";
+  case EngineOpKind::Tracer:
+    return "tracer";
+  }
+  return "?";
+}
+
+std::string EngineStep::describe() const {
+  if (op == EngineOpKind::Tracer)
+    return fmt::format("tracer {}", tracer);
+  if (pattern.empty())
+    return fmt::format("{} {}", engineOpName(op), ops);
+  return fmt::format("{} {} {}", engineOpName(op), ops, pattern);
+}
+
+std::string Scenario::describe() const {
+  if (code == CodeKind::Trampoline)
+    return fmt::format("{} {} trampoline {}{}, free {}{}, {} CPUs, store {}, fetch {}, {}", arch,
+                       protocol, trampolineVariantName(trampoline.variant),
+                       image.empty() ? "" : " on " + image, trampoline.free,
+                       trampoline.syncWhenUnchanged ? "" : " (no sync when no code changes)", cpus,
+                       sim::storeModelName(store), fetch->name(),
+                       preemption ? "preemption" : "no preemption");
+  if (code == CodeKind::Kernel) {
+    std::string wl;
+    for (std::size_t i = 0; i < engine.workloads.size(); ++i)
+      wl += fmt::format("{}{}@cpu{}", i ? ", " : "", engine.workloads[i], i + 1);
+    return fmt::format("{} {} kernel{}, {} CPUs, workloads {}, {} ops, {} steps, store {}, "
+                       "fetch {}{}{}",
+                       arch, protocol, image.empty() ? "" : " " + image, cpus, wl,
+                       engine.ops.size(), engine.steps.size(), sim::storeModelName(store),
+                       fetch->name(), engine.opsTrampolines ? ", ops trampolines" : "",
+                       engine.pre59338f754a55 ? ", pre-59338f754a55 update order" : "");
+  }
+  std::string siteList;
+  for (std::size_t i = 0; i < sites.size(); ++i)
+    siteList += (i ? ", " : "") + std::string(transitionLabel(sites[i]));
+  return fmt::format("{} {}, {} CPU{}, {} site{} ({}{}) at offset {}, store {}, fetch {}, {}", arch,
+                     protocol, cpus, cpus == 1 ? "" : "s", sites.size(),
+                     sites.size() == 1 ? "" : "s", siteList,
+                     descending ? ", queued descending" : "", siteOffset,
+                     sim::storeModelName(store), fetch->name(),
+                     preemption ? fmt::format("preemption ({} tasks per CPU)", tasksPerCpu)
+                                : std::string("no preemption"));
+}
+
+namespace {
+std::string tomlString(const std::string &text) {
+  std::ostringstream out;
+  out << toml::value<std::string>(text);
+  return out.str();
+}
+} // namespace
+
+std::string Scenario::toToml() const {
+  std::string cpuList;
+  for (std::size_t i = 0; i < taskCpus.size(); ++i)
+    cpuList += fmt::format("{}{}", i ? ", " : "", taskCpus[i]);
+  std::string out;
+  out += fmt::format("name = {}\n", tomlString(name));
+  if (!source.empty())
+    out += fmt::format("source = {}\n", tomlString(source));
+  out += fmt::format("arch = \"{}\"\nprotocol = \"{}\"\ncpus = {}\n", arch, protocol, cpus);
+  out += fmt::format("store = \"{}\"\nfetch = \"{}\"\npreemption = {}\n",
+                     sim::storeModelName(store), fetch->name(), preemption);
+  out += fmt::format("\n[code]\nkind = \"{}\"\nsite_offset = {}\ncalls = {}\ntasks_per_cpu = {}\n",
+                     codeKindName(code), siteOffset, calls, tasksPerCpu);
+  if (!taskCpus.empty())
+    out += fmt::format("task_cpus = [{}]\n", cpuList);
+  if (code != CodeKind::Snippet && !image.empty())
+    out += fmt::format("image = {}\n", tomlString(image));
+  for (Transition t : sites)
+    out += fmt::format("\n[[sites]]\ntransition = \"{}\"\n", transitionLabel(t));
+  out += fmt::format("\n[patch]\norder = \"{}\"\n", descending ? "descending" : "ascending");
+  out += fmt::format("\n[bounds]\nmax_events = {}\npreemptions = {}\nmax_executions = {}\n",
+                     bounds.maxEvents, bounds.preemptions, bounds.maxExecutions);
+  if (code == CodeKind::Kernel) {
+    std::string wl;
+    for (std::size_t i = 0; i < engine.workloads.size(); ++i)
+      wl += (i ? ", " : "") + tomlString(engine.workloads[i]);
+    out += fmt::format("\n[engine]\nworkloads = [{}]\nseed = {}\nops_trampolines = {}\n"
+                       "pre_59338f754a55 = {}\n",
+                       wl, engine.seed, engine.opsTrampolines, engine.pre59338f754a55);
+    for (const EngineOpsSpec &o : engine.ops) {
+      std::string flags;
+      auto flag = [&](bool on, const char *n) {
+        if (on)
+          flags += fmt::format("{}\"{}\"", flags.empty() ? "" : ", ", n);
+      };
+      flag(o.dynamic, "dynamic");
+      flag(o.saveRegs, "save-regs");
+      flag(o.recursion, "recursion");
+      out += fmt::format("\n[[engine.ops]]\nname = {}\nfilter = {}\nflags = [{}]\nboot = {}\n",
+                         tomlString(o.name), tomlString(o.filter), flags, o.boot);
+      if (!o.livepatch.empty())
+        out += fmt::format("livepatch = {}\n", tomlString(o.livepatch));
+    }
+    for (const EngineStep &st : engine.steps) {
+      out += fmt::format("\n[[engine.steps]]\nop = \"{}\"\n", engineOpName(st.op));
+      if (!st.ops.empty())
+        out += fmt::format("ops = {}\n", tomlString(st.ops));
+      if (!st.pattern.empty())
+        out += fmt::format("pattern = {}\n", tomlString(st.pattern));
+      if (!st.tracer.empty())
+        out += fmt::format("tracer = {}\n", tomlString(st.tracer));
+    }
+  }
+  if (code == CodeKind::Trampoline) {
+    out += fmt::format("\n[trampoline]\nvariant = \"{}\"\nfree = {}\nsync_when_unchanged = {}\n",
+                       trampolineVariantName(trampoline.variant), tomlString(trampoline.free),
+                       trampoline.syncWhenUnchanged);
+    if (trampoline.sleepUntilCall)
+      out += fmt::format("sleep_until_call = {}\n", *trampoline.sleepUntilCall);
+  }
+  out += "\n[explore]\n";
+  if (!explore.explorer.empty())
+    out += fmt::format("explorer = {}\n", tomlString(explore.explorer));
+  out += fmt::format("runs = {}\nseed = {}\npct_depth = {}\n", explore.runs, explore.seed,
+                     explore.pctDepth);
+  if (!expectVerdict.empty() || !expectOracle.empty()) {
+    out += "\n[expect]\n";
+    if (!expectVerdict.empty())
+      out += fmt::format("verdict = \"{}\"\n", expectVerdict);
+    if (!expectOracle.empty())
+      out += fmt::format("oracle = \"{}\"\n", expectOracle);
+  }
+  return out;
+}
+
+} // namespace ftsim::verify

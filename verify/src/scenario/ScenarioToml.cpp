@@ -1,0 +1,399 @@
+// Scenario files: TOML (toml++), validated key by key so that a broken file is one line naming the
+// file and the problem.
+
+#include "ftsim/verify/scenario/Scenario.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ftsim::verify {
+
+namespace {
+
+// Reads one table's keys, refusing unknown ones and wrong types with the file name.
+class TableReader {
+public:
+  TableReader(const toml::table &table, std::string origin, std::string prefix,
+              std::vector<std::string> known)
+      : table_(table), origin_(std::move(origin)), prefix_(std::move(prefix)),
+        known_(std::move(known)) {
+    for (const auto &[key, node] : table_) {
+      const std::string k(key.str());
+      if (std::find(known_.begin(), known_.end(), k) == known_.end()) {
+        std::string list;
+        for (const auto &n : known_)
+          list += (list.empty() ? "" : ", ") + n;
+        fatal("{}: unknown key '{}{}' (known: {})", origin_, prefix_, k, list);
+      }
+    }
+  }
+
+  std::optional<std::string> string(const char *key) const {
+    const toml::node *n = table_.get(key);
+    if (!n)
+      return std::nullopt;
+    if (auto v = n->value<std::string>(); v && n->is_string())
+      return *v;
+    fatal("{}: '{}{}' must be a string", origin_, prefix_, key);
+  }
+
+  std::optional<std::int64_t> integer(const char *key) const {
+    const toml::node *n = table_.get(key);
+    if (!n)
+      return std::nullopt;
+    if (n->is_integer())
+      return *n->value<std::int64_t>();
+    fatal("{}: '{}{}' must be an integer", origin_, prefix_, key);
+  }
+
+  std::optional<unsigned> count(const char *key, std::int64_t lo, std::int64_t hi) const {
+    auto v = integer(key);
+    if (!v)
+      return std::nullopt;
+    if (*v < lo || *v > hi)
+      fatal("{}: '{}{}' = {} is out of range ({}-{})", origin_, prefix_, key, *v, lo, hi);
+    return static_cast<unsigned>(*v);
+  }
+
+  std::optional<bool> boolean(const char *key) const {
+    const toml::node *n = table_.get(key);
+    if (!n)
+      return std::nullopt;
+    if (n->is_boolean())
+      return *n->value<bool>();
+    fatal("{}: '{}{}' must be true or false", origin_, prefix_, key);
+  }
+
+  const toml::table *table(const char *key) const {
+    const toml::node *n = table_.get(key);
+    if (!n)
+      return nullptr;
+    if (!n->is_table())
+      fatal("{}: '{}' must be a table ([{}])", origin_, key, key);
+    return n->as_table();
+  }
+
+  const std::string &origin() const { return origin_; }
+
+private:
+  const toml::table &table_;
+  std::string origin_;
+  std::string prefix_;
+  std::vector<std::string> known_;
+};
+
+template <typename F> auto named(const std::string &origin, const char *key, F parse) {
+  try {
+    return parse();
+  } catch (const FatalError &e) {
+    fatal("{}: {}: {}", origin, key, e.what());
+  }
+}
+
+std::vector<std::string> stringArray(const toml::node *n, const std::string &origin,
+                                     const char *key) {
+  std::vector<std::string> out;
+  if (!n)
+    return out;
+  const toml::array *arr = n->as_array();
+  if (!arr)
+    fatal("{}: '{}' must be an array of strings", origin, key);
+  for (const toml::node &e : *arr) {
+    if (!e.is_string())
+      fatal("{}: '{}' must be an array of strings", origin, key);
+    out.push_back(*e.value<std::string>());
+  }
+  return out;
+}
+
+const toml::array *tableArray(const toml::table &t, const char *key, const std::string &origin) {
+  const toml::node *n = t.get(key);
+  if (!n)
+    return nullptr;
+  const toml::array *arr = n->as_array();
+  if (!arr || !arr->is_array_of_tables())
+    fatal("{}: 'engine.{}' must be an array of tables ([[engine.{}]])", origin, key, key);
+  return arr;
+}
+
+void parseEngine(const toml::table &table, const std::string &origin, Scenario &s) {
+  EngineSpec &e = s.engine;
+  TableReader r(table, origin, "engine.",
+                {"workloads", "seed", "ops_trampolines", "pre_59338f754a55", "explore", "runs",
+                 "seed_schedule", "pct_depth", "ops", "steps"});
+  if (table.get("workloads"))
+    e.workloads = stringArray(table.get("workloads"), origin, "engine.workloads");
+  if (auto v = r.integer("seed"))
+    e.seed = static_cast<std::uint64_t>(*v);
+  if (auto v = r.boolean("ops_trampolines"))
+    e.opsTrampolines = *v;
+  if (auto v = r.boolean("pre_59338f754a55"))
+    e.pre59338f754a55 = *v;
+  if (auto v = r.string("explore"))
+    s.explore.explorer = *v;
+  if (auto v = r.integer("runs")) {
+    if (*v < 1)
+      fatal("{}: engine.runs must be positive", origin);
+    s.explore.runs = static_cast<std::uint64_t>(*v);
+  }
+  if (auto v = r.integer("seed_schedule"))
+    s.explore.seed = static_cast<std::uint64_t>(*v);
+  if (auto v = r.count("pct_depth", 1, 20))
+    s.explore.pctDepth = *v;
+  if (const toml::array *ops = tableArray(table, "ops", origin))
+    for (const toml::node &n : *ops) {
+      const toml::table &t = *n.as_table();
+      TableReader o(t, origin, "engine.ops.", {"name", "filter", "flags", "livepatch", "boot"});
+      EngineOpsSpec spec;
+      if (auto v = o.string("name"))
+        spec.name = *v;
+      if (auto v = o.string("filter"))
+        spec.filter = *v;
+      for (const std::string &f : stringArray(t.get("flags"), origin, "engine.ops.flags")) {
+        if (f == "dynamic")
+          spec.dynamic = true;
+        else if (f == "save-regs")
+          spec.saveRegs = true;
+        else if (f == "recursion")
+          spec.recursion = true;
+        else
+          fatal("{}: engine.ops.flags: '{}' (known: dynamic, save-regs, recursion)", origin, f);
+      }
+      if (auto v = o.string("livepatch"))
+        spec.livepatch = *v;
+      if (auto v = o.boolean("boot"))
+        spec.boot = *v;
+      e.ops.push_back(std::move(spec));
+    }
+  if (const toml::array *steps = tableArray(table, "steps", origin))
+    for (const toml::node &n : *steps) {
+      TableReader o(*n.as_table(), origin, "engine.steps.", {"op", "ops", "pattern", "tracer"});
+      EngineStep st;
+      auto op = o.string("op");
+      if (!op)
+        fatal("{}: an [[engine.steps]] entry has no 'op'", origin);
+      bool known = false;
+      for (EngineOpKind k :
+           {EngineOpKind::Register, EngineOpKind::Unregister, EngineOpKind::SetFilter,
+            EngineOpKind::AppendFilter, EngineOpKind::RemoveFilter, EngineOpKind::Tracer})
+        if (engineOpName(k) == *op) {
+          st.op = k;
+          known = true;
+        }
+      if (!known)
+        fatal("{}: engine.steps.op = '{}' (known: register, unregister, set-filter, "
+              "append-filter, remove-filter, tracer)",
+              origin, *op);
+      if (auto v = o.string("ops"))
+        st.ops = *v;
+      if (auto v = o.string("pattern"))
+        st.pattern = *v;
+      if (auto v = o.string("tracer"))
+        st.tracer = *v;
+      e.steps.push_back(std::move(st));
+    }
+}
+
+void parseExplore(const toml::table &table, const std::string &origin, ExploreSpec &e) {
+  TableReader r(table, origin, "explore.", {"explorer", "runs", "seed", "pct_depth"});
+  if (auto v = r.string("explorer"))
+    e.explorer = *v;
+  if (auto v = r.integer("runs")) {
+    if (*v < 1)
+      fatal("{}: explore.runs must be positive", origin);
+    e.runs = static_cast<std::uint64_t>(*v);
+  }
+  if (auto v = r.integer("seed")) {
+    if (*v < 0)
+      fatal("{}: explore.seed must not be negative", origin);
+    e.seed = static_cast<std::uint64_t>(*v);
+  }
+  if (auto v = r.count("pct_depth", 1, 20))
+    e.pctDepth = *v;
+}
+
+void parseTrampoline(const toml::table &table, const std::string &origin, TrampolineSpec &t) {
+  TableReader r(table, origin, "trampoline.",
+                {"variant", "free", "sync_when_unchanged", "sleep_until_call"});
+  if (auto v = r.string("variant")) {
+    if (*v == "tramp-free-preempted")
+      t.variant = TrampolineVariant::TrampFreePreempted;
+    else if (*v == "ops-uaf-no-sync")
+      t.variant = TrampolineVariant::OpsUafNoSync;
+    else
+      fatal("{}: trampoline.variant = '{}' (known: tramp-free-preempted, ops-uaf-no-sync)", origin,
+            *v);
+  }
+  if (auto v = r.string("free"))
+    t.free = *v;
+  if (auto v = r.boolean("sync_when_unchanged"))
+    t.syncWhenUnchanged = *v;
+  if (auto v = r.boolean("sleep_until_call"))
+    t.sleepUntilCall = *v;
+}
+
+void parseCode(const toml::table &code, const std::string &origin, Scenario &s) {
+  TableReader c(
+      code, origin, "code.",
+      {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions"});
+  if (auto v = c.string("kind")) {
+    if (*v == "snippet")
+      s.code = CodeKind::Snippet;
+    else if (*v == "kernel")
+      s.code = CodeKind::Kernel;
+    else if (*v == "trampoline")
+      s.code = CodeKind::Trampoline;
+    else
+      fatal("{}: code.kind = '{}' (known: snippet, kernel, trampoline)", origin, *v);
+  }
+  if (auto v = c.count("site_offset", 0, 63))
+    s.siteOffset = *v;
+  if (auto v = c.count("calls", 1, 64))
+    s.calls = *v;
+  if (auto v = c.count("tasks_per_cpu", 1, 4))
+    s.tasksPerCpu = *v;
+  if (const toml::node *n = code.get("task_cpus")) {
+    const toml::array *arr = n->as_array();
+    if (!arr)
+      fatal("{}: 'code.task_cpus' must be an array of CPU numbers", origin);
+    for (const toml::node &e : *arr) {
+      if (!e.is_integer() || *e.value<std::int64_t>() < 0 || *e.value<std::int64_t>() > 7)
+        fatal("{}: 'code.task_cpus' must hold CPU numbers 0-7", origin);
+      s.taskCpus.push_back(static_cast<unsigned>(*e.value<std::int64_t>()));
+    }
+  }
+  if (code.get("image") && s.code == CodeKind::Snippet)
+    fatal("{}: code.image belongs to kind = \"kernel\" or \"trampoline\"", origin);
+  if (code.get("functions"))
+    fatal("{}: code.functions is not supported (an engine-level scenario names its functions "
+          "in [[engine.ops]] filters)",
+          origin);
+  if (auto v = c.string("image"))
+    s.image = *v;
+}
+
+void parseSites(const toml::node &n, const std::string &origin, Scenario &s) {
+  const toml::array *arr = n.as_array();
+  if (!arr || !arr->is_array_of_tables())
+    fatal("{}: 'sites' must be an array of tables ([[sites]])", origin);
+  s.sites.clear();
+  for (const toml::node &e : *arr) {
+    TableReader site(*e.as_table(), origin, "sites.", {"transition"});
+    auto t = site.string("transition");
+    if (!t)
+      fatal("{}: a [[sites]] entry has no 'transition'", origin);
+    s.sites.push_back(named(origin, "sites.transition", [&] { return parseTransition(*t); }));
+  }
+}
+
+void parsePatch(const toml::table &patch, const std::string &origin, Scenario &s) {
+  TableReader p(patch, origin, "patch.", {"order"});
+  if (auto v = p.string("order")) {
+    if (*v != "ascending" && *v != "descending")
+      fatal("{}: patch.order = '{}' (known: ascending, descending)", origin, *v);
+    s.descending = *v == "descending";
+  }
+}
+
+void parseBounds(const toml::table &bounds, const std::string &origin, ScenarioBounds &out) {
+  TableReader b(bounds, origin, "bounds.", {"max_events", "preemptions", "max_executions"});
+  if (auto v = b.integer("max_events")) {
+    if (*v < 1)
+      fatal("{}: bounds.max_events must be positive", origin);
+    out.maxEvents = static_cast<std::uint64_t>(*v);
+  }
+  if (auto v = b.integer("preemptions")) {
+    if (*v < -1 || *v > 1000)
+      fatal("{}: bounds.preemptions = {} (use -1 for none, or 0-1000)", origin, *v);
+    out.preemptions = static_cast<int>(*v);
+  }
+  if (auto v = b.integer("max_executions")) {
+    if (*v < 1)
+      fatal("{}: bounds.max_executions must be positive", origin);
+    out.maxExecutions = static_cast<std::uint64_t>(*v);
+  }
+}
+
+} // namespace
+
+Scenario parseScenario(const std::string &text, const std::string &origin) {
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error &e) {
+    fatal("{}:{}: {}", origin, e.source().begin.line, e.description());
+  }
+  TableReader top(root, origin, "",
+                  {"name", "source", "arch", "protocol", "cpus", "store", "fetch", "preemption",
+                   "code", "sites", "patch", "bounds", "expect", "engine", "trampoline",
+                   "explore"});
+  Scenario s;
+  s.name = std::filesystem::path(origin).stem().string();
+  if (auto v = top.string("name"))
+    s.name = *v;
+  if (auto v = top.string("source"))
+    s.source = *v;
+  auto arch = top.string("arch");
+  if (!arch)
+    fatal("{}: missing 'arch' (x86_64 or ppc32)", origin);
+  s.arch = *arch;
+  auto protocol = top.string("protocol");
+  if (!protocol)
+    fatal("{}: missing 'protocol' (see ftsim protocols)", origin);
+  s.protocol = *protocol;
+  if (auto v = top.count("cpus", 1, 8))
+    s.cpus = *v;
+  if (auto v = top.string("store"))
+    s.store = named(origin, "store", [&] { return sim::parseStoreModel(*v); });
+  if (auto v = top.string("fetch"))
+    s.fetch = named(origin, "fetch", [&] { return &sim::fetchModelByName(*v); });
+  if (auto v = top.boolean("preemption"))
+    s.preemption = *v;
+  if (const toml::table *code = top.table("code"))
+    parseCode(*code, origin, s);
+  if (const toml::node *n = root.get("sites"))
+    parseSites(*n, origin, s);
+  if (const toml::table *patch = top.table("patch"))
+    parsePatch(*patch, origin, s);
+  if (const toml::table *bounds = top.table("bounds"))
+    parseBounds(*bounds, origin, s.bounds);
+  if (const toml::table *expect = top.table("expect")) {
+    TableReader e(*expect, origin, "expect.", {"verdict", "oracle"});
+    if (auto v = e.string("verdict"))
+      s.expectVerdict = *v;
+    if (auto v = e.string("oracle"))
+      s.expectOracle = *v;
+  }
+  if (root.get("engine") && s.code != CodeKind::Kernel)
+    fatal("{}: an [engine] table belongs to code kind = \"kernel\"", origin);
+  if (root.get("trampoline") && s.code != CodeKind::Trampoline)
+    fatal("{}: a [trampoline] table belongs to code kind = \"trampoline\"", origin);
+  if (s.code == CodeKind::Kernel)
+    s.explore.runs = 40; // the default for kernel scenarios (each execution boots a kernel)
+  if (const toml::table *engine = top.table("engine"))
+    parseEngine(*engine, origin, s);
+  if (const toml::table *trampoline = top.table("trampoline"))
+    parseTrampoline(*trampoline, origin, s.trampoline);
+  if (const toml::table *explore = top.table("explore"))
+    parseExplore(*explore, origin, s.explore);
+  s.validate(origin);
+  return s;
+}
+
+Scenario loadScenarioFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fatal("{}: cannot open scenario file", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parseScenario(text.str(), path);
+}
+
+} // namespace ftsim::verify
