@@ -88,36 +88,19 @@ void applyStep(Kernel &k, const EngineStep &step, model::FtraceOps *ops) {
 } // namespace
 
 KernelHarness::KernelHarness(Scenario scenario, std::string imagePath)
-    : scenario_(std::move(scenario)), imagePath_(std::move(imagePath)) {
+    : KernelBackedHarness(std::move(scenario), std::move(imagePath)) {
   if (scenario_.code != CodeKind::Kernel)
     fatal("{}: not an engine-level scenario (code kind is not \"kernel\")", scenario_.name);
   // The reference: the boot-time ops, no patcher steps, round robin.
   std::vector<EngineStep> steps;
   std::swap(steps, scenario_.engine.steps);
   sim::RoundRobinScheduler rr;
-  const sim::RunResult run = runExecution(rr);
+  runExecution(rr);
   std::swap(steps, scenario_.engine.steps);
-  const sim::Machine &m = machine();
-  for (std::size_t t = 0; t < m.taskCount(); ++t) {
-    const sim::TaskInfo info = m.task(static_cast<int>(t));
-    if (info.state != sim::TaskState::Exited)
-      fatal("{}: task {} ({}) did not finish the reference run (no patcher operations) within "
-            "max_events = {} ({})",
-            scenario_.name, t, info.name, scenario_.bounds.maxEvents,
-            run.status == sim::RunResult::Status::EventLimit ? "cut"
-                                                             : sim::taskStateName(info.state));
-    reference_.push_back(info.result);
-  }
-  if (!m.findings().empty())
-    fatal("{}: the reference run (no patcher operations) fails: {}", scenario_.name,
-          sim::formatFinding(m.findings().front()));
+  takeReference("the boot-time ops, no patcher operations");
 }
 
 KernelHarness::~KernelHarness() = default;
-
-const arch::Arch &KernelHarness::arch() const { return arch::archByName(scenario_.arch); }
-sim::Machine &KernelHarness::machine() { return kernel_->machine(); }
-const sim::Machine &KernelHarness::machine() const { return kernel_->machine(); }
 
 void KernelHarness::boot() {
   const Scenario &s = scenario_;
@@ -190,7 +173,6 @@ sim::RunResult KernelHarness::runExecution(sim::Scheduler &scheduler,
   intervals_.clear();
   engineChecks_.clear();
   notes_.clear();
-  annotations_.clear();
   if (auto bad = checkEngineState(k, scenario_.engine.opsTrampolines))
     engineChecks_.push_back({k.now(), "after boot: " + *bad});
   k.watchPatchSites();
@@ -200,66 +182,20 @@ sim::RunResult KernelHarness::runExecution(sim::Scheduler &scheduler,
   if (!scenario_.engine.steps.empty())
     k.patcher([this](Kernel &kk) { runOperations(kk); });
 
-  const std::uint64_t limit = scenario_.bounds.maxEvents;
-  sim::RunResult total;
-  if (!stop) {
-    total = k.run(scheduler, limit);
-  } else {
-    total.status = sim::RunResult::Status::EventLimit;
-    while (total.events < limit) {
-      const sim::RunResult r = k.run(scheduler, 1);
-      total.events += r.events;
-      total.status = r.status;
-      if (r.status != sim::RunResult::Status::EventLimit || stop())
-        break;
-    }
-  }
-  siteIps_.clear();
-  for (const SiteExecution &se : k.siteExecutions())
-    siteIps_.insert(se.ip);
+  const sim::RunResult total = runKernel(scheduler, stop);
   for (const CallbackEvent &c : k.callbacks())
-    annotations_[c.event] +=
-        fmt::format("{}callback {} for {}", annotations_.count(c.event) ? "; " : "", c.function,
-                    k.symbolName(c.ip, false));
+    annotateEvent(c.event,
+                  fmt::format("callback {} for {}", c.function, k.symbolName(c.ip, false)));
   for (const OpInterval &iv : intervals_)
-    annotations_[iv.begin] +=
-        fmt::format("{}engine: {} begins (ends at #{})", annotations_.count(iv.begin) ? "; " : "",
-                    iv.what, iv.end);
+    annotateEvent(iv.begin, fmt::format("engine: {} begins (ends at #{})", iv.what, iv.end));
   return total;
 }
 
-std::string KernelHarness::symbol(std::uint64_t addr) const {
-  return kernel_->symbolName(addr, true);
-}
-
-std::string KernelHarness::siteOf(std::uint64_t addr) const {
-  for (const PatchSite &site : kernel_->patchSites())
-    if (addr >= site.addr && addr < site.addr + site.size)
-      return kernel_->symbolName(addr, true);
-  return {};
-}
-
-std::string KernelHarness::annotate(const sim::EventRecord &e) const {
-  auto it = annotations_.find(e.index);
-  return it == annotations_.end() ? std::string() : it->second;
-}
-
-std::uint64_t KernelHarness::finalStateHash() const {
-  const sim::Machine &m = machine();
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
-  for (std::size_t t = 0; t < m.taskCount(); ++t) {
-    const sim::TaskInfo info = m.task(static_cast<int>(t));
-    mix(static_cast<std::uint64_t>(info.state));
-    mix(info.result);
-  }
+std::uint64_t KernelHarness::extraState() const {
+  std::uint64_t calls = 0;
   for (const OpsSlot &slot : slots_)
-    mix(slot.calls.size());
-  for (const sim::Finding &f : m.findings()) {
-    mix(static_cast<std::uint64_t>(f.kind));
-    mix(f.pc);
-  }
-  return h;
+    calls = calls * 31 + slot.calls.size();
+  return calls;
 }
 
 std::string KernelHarness::describeSetup() const {
@@ -267,10 +203,5 @@ std::string KernelHarness::describeSetup() const {
                      scenario_.cpus, scenario_.engine.workloads.size(),
                      scenario_.engine.steps.size(), scenario_.engine.steps.size() == 1 ? "" : "s");
 }
-
-// The simulated kernel routes boot-time writes (text_poke_early: nothing else runs) and live
-// updates through one patcher port, and the ISA's rule has no notion of boot; it is applied to
-// site scenarios and by `ftsim mutants` (see verify/README.md, Limits).
-std::vector<std::string> KernelHarness::livePatchingFindings() const { return {}; }
 
 } // namespace ftsim::verify

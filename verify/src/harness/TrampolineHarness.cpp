@@ -21,29 +21,17 @@ constexpr const char *kTracedFunction = "posix_cpu_timer_set";
 } // namespace
 
 TrampolineHarness::TrampolineHarness(Scenario scenario, std::string imagePath)
-    : scenario_(std::move(scenario)), imagePath_(std::move(imagePath)) {
+    : KernelBackedHarness(std::move(scenario), std::move(imagePath)) {
   if (scenario_.code != CodeKind::Trampoline)
     fatal("{}: not a trampoline scenario (code kind is not \"trampoline\")", scenario_.name);
   // The reference: the same tasks without the patcher, round robin.
   setUp(false);
   sim::RoundRobinScheduler rr;
-  kernel_->run(rr, scenario_.bounds.maxEvents);
-  const sim::Machine &m = machine();
-  for (std::size_t t = 0; t < m.taskCount(); ++t) {
-    const sim::TaskInfo info = m.task(static_cast<int>(t));
-    if (info.state != sim::TaskState::Exited)
-      fatal("{}: task {} ({}) did not finish the reference run (no patcher) within max_events = "
-            "{}",
-            scenario_.name, t, info.name, scenario_.bounds.maxEvents);
-    reference_.push_back(info.result);
-  }
+  runKernel(rr, {});
+  takeReference("the same tasks, no patcher");
 }
 
 TrampolineHarness::~TrampolineHarness() = default;
-
-const arch::Arch &TrampolineHarness::arch() const { return arch::archByName(scenario_.arch); }
-sim::Machine &TrampolineHarness::machine() { return kernel_->machine(); }
-const sim::Machine &TrampolineHarness::machine() const { return kernel_->machine(); }
 
 bool TrampolineHarness::sleepsUntilCall() const {
   if (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync)
@@ -124,68 +112,29 @@ void TrampolineHarness::setUp(bool withPatcher) {
 sim::RunResult TrampolineHarness::runExecution(sim::Scheduler &scheduler,
                                                const std::function<bool()> &stop) {
   setUp(true);
-  const std::uint64_t limit = scenario_.bounds.maxEvents;
-  sim::RunResult total;
-  if (!stop) {
-    total = kernel_->run(scheduler, limit);
-  } else {
-    total.status = sim::RunResult::Status::EventLimit;
-    while (total.events < limit) {
-      const sim::RunResult r = kernel_->run(scheduler, 1);
-      total.events += r.events;
-      total.status = r.status;
-      if (r.status != sim::RunResult::Status::EventLimit || stop())
-        break;
-    }
-  }
-  // Annotations: where a CPU enters and leaves a trampoline, which preemptions and switches are
-  // (not) quiescent states.
-  annotations_.clear();
+  const sim::RunResult total = runKernel(scheduler, stop);
+  annotateTrampolineVisits();
+  return total;
+}
+
+// Where a CPU enters and leaves a trampoline, which preemptions and switches are (not) quiescent
+// states.
+void TrampolineHarness::annotateTrampolineVisits() {
   std::map<unsigned, bool> inside;
   for (const sim::EventRecord &e : machine().events()) {
     if (e.kind == sim::EventKind::Preempt)
-      annotations_[e.index] = "timer preemption: not a quiescent state";
+      annotateEvent(e.index, "timer preemption: not a quiescent state");
     if (e.kind != sim::EventKind::Step && e.kind != sim::EventKind::Run)
       continue;
     bool now = false;
     for (const OpsTrampoline &t : kernel_->opsTrampolines())
       now = now || (e.pc >= t.addr && e.pc < t.addr + t.size);
     if (now != inside[e.cpu])
-      annotations_[e.index] = now ? "enters the ops trampoline" : "leaves the ops trampoline";
+      annotateEvent(e.index, now ? "enters the ops trampoline" : "leaves the ops trampoline");
     inside[e.cpu] = now;
     if (e.outcome == sim::StepOutcome::Schedule)
-      annotations_[e.index] = "schedule(): voluntary switch (quiescent)";
+      annotateEvent(e.index, "schedule(): voluntary switch (quiescent)");
   }
-  return total;
-}
-
-std::string TrampolineHarness::symbol(std::uint64_t addr) const {
-  return kernel_->symbolName(addr, true);
-}
-
-std::string TrampolineHarness::siteOf(std::uint64_t addr) const {
-  for (const PatchSite &site : kernel_->patchSites())
-    if (addr >= site.addr && addr < site.addr + site.size)
-      return kernel_->symbolName(addr, true);
-  return {};
-}
-
-std::string TrampolineHarness::annotate(const sim::EventRecord &e) const {
-  auto it = annotations_.find(e.index);
-  return it == annotations_.end() ? std::string() : it->second;
-}
-
-std::uint64_t TrampolineHarness::finalStateHash() const {
-  const sim::Machine &m = machine();
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
-  for (std::size_t t = 0; t < m.taskCount(); ++t) {
-    mix(static_cast<std::uint64_t>(m.task(static_cast<int>(t)).state));
-    mix(m.task(static_cast<int>(t)).result);
-  }
-  for (const sim::Finding &f : m.findings())
-    mix(static_cast<std::uint64_t>(f.kind) << 32 ^ f.pc);
-  return h;
 }
 
 OracleList TrampolineHarness::kindOracles() const {
@@ -199,10 +148,5 @@ std::string TrampolineHarness::describeSetup() const {
       scenario_.cpus,
       sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "");
 }
-
-// The simulated kernel routes boot-time writes (text_poke_early: nothing else runs) and live
-// updates through one patcher port, and the ISA's rule has no notion of boot; it is applied to
-// site scenarios and by `ftsim mutants` (see verify/README.md, Limits).
-std::vector<std::string> TrampolineHarness::livePatchingFindings() const { return {}; }
 
 } // namespace ftsim::verify

@@ -24,7 +24,7 @@
 // The reference results (transparency) come from a run with the boot-time ops and no patcher
 // operations, round robin — for a livepatch scenario the reference already runs the new function.
 
-#include "ftsim/verify/harness/Harness.h"
+#include "ftsim/verify/harness/KernelBackedHarness.h"
 
 #include <map>
 #include <memory>
@@ -43,32 +43,18 @@ class Kernel;
 
 namespace ftsim::verify {
 
-class KernelHarness final : public Harness {
+class KernelHarness final : public KernelBackedHarness {
 public:
   // `imagePath`: the linked guest image. FatalError when the scenario is not of kind kernel, the
   // image does not boot, or the reference run fails.
   KernelHarness(Scenario scenario, std::string imagePath);
   ~KernelHarness() override;
 
-  const Scenario &scenario() const override { return scenario_; }
-  const arch::Arch &arch() const override;
   sim::RunResult runExecution(sim::Scheduler &scheduler,
                               const std::function<bool()> &stop = {}) override;
-  sim::Machine &machine() override;
-  const sim::Machine &machine() const override;
-  const std::vector<std::uint64_t> &referenceResults() const override { return reference_; }
-  std::string symbol(std::uint64_t addr) const override;
-  std::string siteOf(std::uint64_t addr) const override;
-  std::string annotate(const sim::EventRecord &event) const override;
-  std::uint64_t finalStateHash() const override;
   OracleList kindOracles() const override;
-  bool reductionSound() const override { return false; }
-  bool cheapExecutions() const override { return false; }
   std::string describeSetup() const override;
-  std::vector<std::string> livePatchingFindings() const override;
 
-  // The kernel of the last execution.
-  const ::ftsim::kernel::Kernel &kernel() const { return *kernel_; }
   // Engine operations of the last execution that failed (errno), one line each.
   const std::vector<std::string> &notes() const { return notes_; }
 
@@ -106,18 +92,13 @@ public:
 private:
   void boot();
   void runOperations(::ftsim::kernel::Kernel &k);
+  std::uint64_t extraState() const override;
 
-  Scenario scenario_;
-  std::string imagePath_;
-  std::vector<std::uint64_t> reference_;
-  std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
   std::vector<OpsSlot> slots_;
   std::vector<EngineState> states_;
   std::vector<OpInterval> intervals_;
   std::vector<EngineCheck> engineChecks_;
   std::vector<std::string> notes_;
-  std::set<std::uint64_t> siteIps_;
-  std::map<std::uint64_t, std::string> annotations_;
 };
 
 // The reference model of the records and the sites (engine-invariant above): the first

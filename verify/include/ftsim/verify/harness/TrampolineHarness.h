@@ -21,7 +21,7 @@
 // round robin at most `bounds.preemptions` times — by a timer preemption when the scenario has
 // preemption, else by running another enabled event.
 
-#include "ftsim/verify/harness/Harness.h"
+#include "ftsim/verify/harness/KernelBackedHarness.h"
 
 #include <map>
 #include <memory>
@@ -37,29 +37,17 @@ class Kernel;
 
 namespace ftsim::verify {
 
-class TrampolineHarness final : public Harness {
+class TrampolineHarness final : public KernelBackedHarness {
 public:
   // FatalError for a bad image, an ISA without per-ops trampolines, or a reference run that
   // does not finish.
   TrampolineHarness(Scenario scenario, std::string imagePath);
   ~TrampolineHarness() override;
 
-  const Scenario &scenario() const override { return scenario_; }
-  const arch::Arch &arch() const override;
   sim::RunResult runExecution(sim::Scheduler &scheduler,
                               const std::function<bool()> &stop = {}) override;
-  sim::Machine &machine() override;
-  const sim::Machine &machine() const override;
-  const std::vector<std::uint64_t> &referenceResults() const override { return reference_; }
-  std::string symbol(std::uint64_t addr) const override;
-  std::string siteOf(std::uint64_t addr) const override;
-  std::string annotate(const sim::EventRecord &event) const override;
-  std::uint64_t finalStateHash() const override;
   OracleList kindOracles() const override;
-  bool reductionSound() const override { return false; }
-  bool cheapExecutions() const override { return false; }
   std::string describeSetup() const override;
-  std::vector<std::string> livePatchingFindings() const override;
 
   // Whether the patcher sleeps after the grace period until the traced function runs again (the
   // scenario's sleep_until_call, or the ISA's default).
@@ -68,13 +56,10 @@ public:
 private:
   void setUp(bool withPatcher);
 
-  Scenario scenario_;
-  std::string imagePath_;
-  std::vector<std::uint64_t> reference_;
-  std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
+  void annotateTrampolineVisits();
+
   std::vector<std::unique_ptr<model::FtraceOps>> ops_;
   std::uint64_t site_ = 0; // the traced function's patch site
-  std::map<std::uint64_t, std::string> annotations_;
 };
 
 } // namespace ftsim::verify

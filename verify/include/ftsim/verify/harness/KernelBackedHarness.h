@@ -1,0 +1,60 @@
+#pragma once
+// What the two harnesses on the simulated kernel share (KernelHarness, TrampolineHarness): a fresh
+// kernel::Kernel per execution, run under the scheduler with an optional stop; names from the
+// kernel's symbols (kallsyms' %pS); patch sites from the kernel's watched sites; annotations the
+// subclass computes after each execution; the final-state hash (tasks, findings, and what the
+// subclass adds). Source-DPOR is not sound over the kernel's host-side state (Harness.h).
+
+#include "ftsim/verify/harness/Harness.h"
+
+#include <map>
+#include <memory>
+
+namespace ftsim::kernel {
+class Kernel;
+}
+
+namespace ftsim::verify {
+
+class KernelBackedHarness : public Harness {
+public:
+  ~KernelBackedHarness() override;
+
+  const Scenario &scenario() const override { return scenario_; }
+  const arch::Arch &arch() const override;
+  sim::Machine &machine() override;
+  const sim::Machine &machine() const override;
+  const std::vector<std::uint64_t> &referenceResults() const override { return reference_; }
+  std::string symbol(std::uint64_t addr) const override;
+  std::string siteOf(std::uint64_t addr) const override;
+  std::string annotate(const sim::EventRecord &event) const override;
+  std::uint64_t finalStateHash() const override;
+  bool reductionSound() const override { return false; }
+  bool cheapExecutions() const override { return false; }
+  // The simulated kernel routes boot-time writes (text_poke_early: nothing else runs) and live
+  // updates through one patcher port, and the ISA's rule has no notion of boot; the rule is
+  // applied to site scenarios and by `ftsim mutants` (verify/README.md, Limits).
+  std::vector<std::string> livePatchingFindings() const override { return {}; }
+
+  // The kernel of the last execution.
+  const ::ftsim::kernel::Kernel &kernel() const { return *kernel_; }
+
+protected:
+  KernelBackedHarness(Scenario scenario, std::string imagePath);
+  // Runs the kernel set up in kernel_ until completion, max_events or `stop`.
+  sim::RunResult runKernel(sim::Scheduler &scheduler, const std::function<bool()> &stop);
+  // Every task's result after a reference run; FatalError naming `what` when one did not finish.
+  void takeReference(const std::string &what);
+  // Appends `text` to event `index`'s annotation.
+  void annotateEvent(std::uint64_t index, const std::string &text);
+  // What the subclass adds to the final-state hash.
+  virtual std::uint64_t extraState() const { return 0; }
+
+  Scenario scenario_;
+  std::string imagePath_;
+  std::vector<std::uint64_t> reference_;
+  std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
+  std::map<std::uint64_t, std::string> annotations_;
+};
+
+} // namespace ftsim::verify
