@@ -59,8 +59,8 @@ void quiescence(const ProveRequest &q, Report &report) {
     for (bool preempt : {true, false}) {
       const ProofResult r = proveTrampolineFree(strategy, {q.tasks, q.cpus, q.steps, preempt});
       // RCU-tasks always; schedule_on_each_cpu() only without preemption.
-      const bool safe = strategy == FreeStrategy::RcuTasks ||
-                        (strategy == FreeStrategy::SchedSync && !preempt);
+      const bool safe =
+          strategy == FreeStrategy::RcuTasks || (strategy == FreeStrategy::SchedSync && !preempt);
       if (safe)
         report.expectHolds(r);
       else
@@ -108,8 +108,8 @@ void byteStates(const ProveRequest &q, const arch::Arch &a, Report &report) {
         if (q.siteOffset && *q.siteOffset != off)
           continue;
         for (unsigned sites : {1u, 3u}) {
-          const ProofResult r = prover.prove(
-              a, {protocol, store, fetch, SiteTransition::NopToCall, off, sites});
+          const ProofResult r =
+              prover.prove(a, {protocol, store, fetch, SiteTransition::NopToCall, off, sites});
           if (!r.holds || q.siteOffset)
             report.expectHolds(r);
         }
@@ -132,10 +132,12 @@ ProveReport prove(const ProveRequest &q) {
     fatal("prove: --tramp-free belongs to --quiescence");
   const std::vector<const arch::Arch *> archs = selectedArchs(q);
   if (!q.protocol && !q.store && !q.fetch && !q.siteOffset) {
-    report.expectHolds(proveX86Rel32());
-    report.expectHolds(provePowerPcBranch(32));
-    report.expectHolds(provePowerPcBranch(64));
-    report.expectHolds(provePowerPcTruncationMisbranches());
+    // Every registered ISA's call encoding, then the truncation hazard on 32-bit powerpc.
+    for (const arch::Arch *isa : arch::allArchs())
+      report.expectHolds(proveCallEncoding(*isa));
+    for (const arch::Arch *isa : arch::allArchs())
+      if (truncatesLikePowerPc32(*isa))
+        report.expectHolds(provePowerPcTruncationMisbranches(*isa));
   }
   if (!q.encodingsOnly)
     for (const arch::Arch *a : archs)
