@@ -59,6 +59,7 @@ struct PowerPcParts {
   std::unique_ptr<LivePatchingRule> (*rule)(const Arch &) = nullptr;
   std::unique_ptr<FtraceTrampolines> (*trampolines)(const Arch &,
                                                     const TrampolineRequest &) = nullptr;
+  std::unique_ptr<SiteHooks> (*siteHooks)(const Arch &, const SiteHooksRequest &) = nullptr;
 };
 
 class PowerPcArch final : public Arch {
@@ -114,6 +115,8 @@ public:
   BranchForm branchForm() const override { return BranchForm::PowerPcI; }
   bool atomicInsnWords() const override { return true; }
   bool nextCallFollowsGracePeriod() const override { return false; }
+  // module_alloc() of powerpc/32 (2ec13df16704) first tries within 32 MiB below _etext.
+  bool modulesNearKernelText() const override { return v_.bits == 32; }
   std::vector<std::string> guestFlavours() const override { return parts_.guestFlavours; }
   const std::vector<ProtocolEntry> &protocolTable() const override { return parts_.protocols; }
   const std::vector<MutantEntry> &mutants() const override { return parts_.mutants; }
@@ -123,6 +126,10 @@ public:
   std::unique_ptr<FtraceTrampolines>
   makeTrampolines(const TrampolineRequest &request) const override {
     return parts_.trampolines ? parts_.trampolines(*this, request) : nullptr;
+  }
+  // ppc64 (static only) keeps the generic single-instruction hooks.
+  std::unique_ptr<SiteHooks> makeSiteHooks(const SiteHooksRequest &request) const override {
+    return parts_.siteHooks ? parts_.siteHooks(*this, request) : std::make_unique<SiteHooks>(*this);
   }
 
 private:
@@ -142,7 +149,8 @@ std::unique_ptr<Arch> createPpc32Arch() {
                                                             &ppc32GuestAbi(),
                                                             makePpc32Snippets,
                                                             makePpc32CmodxRule,
-                                                            makePpc32Trampolines});
+                                                            makePpc32Trampolines,
+                                                            makePpc32SiteHooks});
 }
 
 std::unique_ptr<Arch> createPpc64Arch() {

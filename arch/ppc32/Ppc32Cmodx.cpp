@@ -1,6 +1,6 @@
 #include "Ppc32Cmodx.h"
 
-#include "ftsim/arch/Ppc32Code.h"
+#include "Ppc32Code.h"
 
 #include <fmt/format.h>
 

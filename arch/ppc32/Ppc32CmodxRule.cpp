@@ -2,9 +2,9 @@
 // context-synchronise before the protocol returns".
 
 #include "Ppc32Cmodx.h"
+#include "Ppc32Code.h"
+#include "Ppc32Protocols.h"
 #include "Ppc32Target.h"
-#include "ftsim/arch/Ppc32Code.h"
-#include "ftsim/arch/Ppc32Protocols.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "ftsim/arch/Ppc32Code.h"
+#include "Ppc32Code.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // How the simulator runs ppc32 guest code (GuestAbi.h).
 
+#include "Ppc32Code.h"
 #include "Ppc32Target.h"
-#include "ftsim/arch/Ppc32Code.h"
 
 #include <unicorn/unicorn.h>
 

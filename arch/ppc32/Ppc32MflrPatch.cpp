@@ -24,9 +24,9 @@
 // no task that executed the old nop is still stopped at the site when the `bl` appears (a
 // preempted task is not quiescent, so the grace period waits for it to run on).
 
+#include "Ppc32Code.h"
+#include "Ppc32Protocols.h"
 #include "ftsim/arch/Error.h"
-#include "ftsim/arch/Ppc32Code.h"
-#include "ftsim/arch/Ppc32Protocols.h"
 
 #include <vector>
 

@@ -1,9 +1,9 @@
 // ppc32 mutants that are not entries of the protocol table: protocols Linux never ran on powerpc,
 // built only for the mutation score to kill.
 
+#include "Ppc32Code.h"
 #include "Ppc32Target.h"
 #include "ftsim/arch/Error.h"
-#include "ftsim/arch/Ppc32Code.h"
 
 namespace ftsim::arch {
 namespace {

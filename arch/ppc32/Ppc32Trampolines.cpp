@@ -47,8 +47,8 @@
 
 #include "Ppc32Target.h"
 
+#include "Ppc32Code.h"
 #include "ftsim/arch/Error.h"
-#include "ftsim/arch/Ppc32Code.h"
 
 #include <unicorn/unicorn.h>
 

@@ -5,6 +5,7 @@
 #include "../common/CapstoneDisassembler.h"
 #include "X86_64Target.h"
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/SiteHooks.h"
 
 #include <elf.h>
 #include <unicorn/unicorn.h>
@@ -88,6 +89,7 @@ public:
   BranchForm branchForm() const override { return BranchForm::Rel32; }
   bool atomicInsnWords() const override { return false; }
   bool nextCallFollowsGracePeriod() const override { return true; }
+  bool modulesNearKernelText() const override { return false; }
   std::vector<std::string> guestFlavours() const override {
     return {"x86_64-fentry", "x86_64-mcount"};
   }
@@ -102,6 +104,10 @@ public:
   std::unique_ptr<FtraceTrampolines>
   makeTrampolines(const TrampolineRequest &request) const override {
     return makeX86_64Trampolines(*this, request);
+  }
+  // One call instruction per site, no record datum, no modules: the generic hooks.
+  std::unique_ptr<SiteHooks> makeSiteHooks(const SiteHooksRequest &) const override {
+    return std::make_unique<SiteHooks>(*this);
   }
 
 private:

@@ -5,20 +5,19 @@
 #include "ftsim/kernel/Kernel.h"
 
 #include "ftsim/arch/Error.h"
-#include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/model/ImageBoot.h"
-#include "ftsim/model/Ppc32Patcher.h"
+#include "ftsim/model/ProtocolPatcher.h"
 
 namespace ftsim::kernel {
 namespace {
 
-// ppc32: the per-ops trampoline area ends this far below the fixed trampolines.
+// Modules near kernel text: the per-ops trampoline area ends this far below the fixed trampolines.
 constexpr std::uint64_t kNearModuleGap = 0x100000;
 
 } // namespace
 
 void Kernel::placeModuleArea(std::uint64_t trampolineBase) {
-  if (image_.arch->name() == "ppc32" && !config_.machine.moduleBase) {
+  if (image_.arch->modulesNearKernelText() && !config_.machine.moduleBase) {
     // module_alloc() of arch/powerpc/kernel/module.c (2ec13df16704 "powerpc/modules: Load modules
     // closer to kernel text", v5.13): first try within 32 MiB below _etext, so that `bl` reaches
     // without branch trampolines. Per-ops trampolines come from there, below the fixed ones (which
@@ -32,16 +31,9 @@ void Kernel::placeModuleArea(std::uint64_t trampolineBase) {
 void Kernel::loadModules() {
   const arch::Arch &isa = *image_.arch;
   for (const std::string &path : config_.modules) {
-    if (isa.name() != "ppc32")
-      fatal("{}: guest modules are a ppc32 feature (long-branch stubs)", path);
     auto mod = std::make_unique<LoadedModule>(LoadedModule{{}, arch::loadImage(path)});
     if (mod->image.arch != &isa)
       fatal("module {} is a {} image, not {}", path, mod->image.arch->name(), isa.name());
-    for (const arch::ImageSymbol &s : mod->image.symbols)
-      if (s.name.ends_with("_ftrace_tramp"))
-        mod->name = s.name.substr(0, s.name.size() - std::string_view("_ftrace_tramp").size());
-    if (mod->name.empty())
-      fatal("module {} has no <name>_ftrace_tramp slot for mod->arch.tramp", path);
     machine_->loadImage(mod->image);
     mcountLocs_.insert(mcountLocs_.end(), mod->image.mcountLocs.begin(),
                        mod->image.mcountLocs.end());
@@ -69,36 +61,29 @@ void Kernel::makePatcher() {
   const arch::Arch &isa = *image_.arch;
   const arch::TrampolineCode &code = trampolines_->code();
   protocol_ = arch::makePatchProtocol(isa, config_.protocol);
-  // ProtocolPatcher on x86-64; on ppc32 a Ppc32Patcher (ftrace_init_nop for the image's call-site
-  // layout, module long-branch stubs, REL24 range errors). ftrace_call's target for each trace
-  // function comes from the core's table of stubs.
-  patcher_ = model::makeArchPatcher(
-      isa, *machine_, *protocol_, image_, {code.ftraceCaller, code.ftraceRegsCaller},
+  // The target's SiteHooks: ftrace_init_nop for the image's call-site layout, calls through
+  // module long-branch stubs, range errors. ftrace_call's target for each trace function comes
+  // from the core's table of stubs.
+  siteHooks_ =
+      isa.makeSiteHooks({&image_, protocol_.get(), code.ftraceCaller, code.ftraceRegsCaller});
+  patcher_ = std::make_unique<model::ProtocolPatcher>(
+      *machine_, *protocol_, *siteHooks_,
       [stubs = stubs_.get()](const model::TraceFunction &function) {
         return stubs->addressOf(function);
       },
       std::vector<std::uint64_t>{code.ftraceCall, code.ftraceRegsCall});
-  writeModuleStubs();
+  finalizeModules();
 }
 
-// The module loader's part (module_finalize_ftrace() in arch/powerpc/kernel/module_32.c):
-// mod->arch.tramp / tramp_regs as long-branch stubs to ftrace_caller / ftrace_regs_caller, written
-// before the module's text is live; the records of the module then reach them through
-// rec->arch.mod (Ppc32Patcher).
-void Kernel::writeModuleStubs() {
-  const arch::TrampolineCode &code = trampolines_->code();
+// The module loader's part (module_finalize_ftrace(); on powerpc mod->arch.tramp / tramp_regs as
+// long-branch stubs to ftrace_caller / ftrace_regs_caller), written before the module's text is
+// live; the records of the module then reach them through their arch datum (rec->arch.mod).
+void Kernel::finalizeModules() {
   for (const auto &mod : modules_) {
-    auto *ppc = dynamic_cast<model::Ppc32Patcher *>(patcher_.get());
-    const arch::ImageSymbol *tramp = mod->image.findSymbol(mod->name + "_ftrace_tramp");
-    const arch::ImageSymbol *trampRegs = mod->image.findSymbol(mod->name + "_ftrace_tramp_regs");
-    const arch::ImageSymbol *mcount = mod->image.findSymbol("_mcount");
-    if (!ppc || !tramp)
-      FTSIM_PANIC("module {} without a ppc32 patcher or trampoline slot", mod->name);
-    machine_->pokeText(tramp->addr, arch::ppc32::longBranchStub(code.ftraceCaller).bytes);
-    if (trampRegs)
-      machine_->pokeText(trampRegs->addr, arch::ppc32::longBranchStub(code.ftraceRegsCaller).bytes);
-    ppc->addModule(mod->name,
-                   {tramp->addr, trampRegs ? trampRegs->addr : 0, mcount ? mcount->addr : 0});
+    arch::ModuleLoad load = siteHooks_->loadModule(mod->image);
+    mod->name = std::move(load.name);
+    for (const arch::TextWrite &write : load.writes)
+      machine_->pokeText(write.addr, write.bytes);
   }
 }
 

@@ -3,9 +3,6 @@
 
 #include "ftsim/kernel/Kernel.h"
 
-#include "ftsim/arch/Ppc32Code.h"
-#include "ftsim/arch/Ppc32Protocols.h"
-
 #include <algorithm>
 #include <set>
 
@@ -15,14 +12,13 @@ std::vector<PatchSite> Kernel::patchSites() const {
   const arch::Arch &isa = *image_.arch;
   const arch::TrampolineCode &code = trampolines_->code();
   std::vector<PatchSite> sites;
-  const bool mflrSlot = isa.name() == "ppc32" && arch::patchesMflrSlot(*protocol_);
   core_->records().forEach([&](const model::DynFtrace &rec) {
     PatchSite site{rec.ip, isa.siteSize(), {isa.nop()}, core_->recordName(rec)};
     for (std::uint64_t target : {code.ftraceCaller, code.ftraceRegsCaller})
       site.states.push_back(isa.call(rec.ip, target).bytes);
     for (const OpsTrampoline &t : opsTrampolines_)
       site.states.push_back(isa.call(rec.ip, t.addr).bytes);
-    // ppc32: a module site calls ftrace_caller through the module's long-branch stubs
+    // A module site may call ftrace_caller through the module's long-branch stubs
     // (ftrace_call_replace for rec->arch.mod); the patcher knows them.
     for (std::uint64_t target : {code.ftraceCaller, code.ftraceRegsCaller}) {
       arch::Bytes viaStub = patcher_->callBytes(rec, target);
@@ -32,14 +28,11 @@ std::vector<PatchSite> Kernel::patchSites() const {
     }
     std::erase_if(site.states, [](const arch::Bytes &b) { return b.empty(); });
     sites.push_back(std::move(site));
-    // Two-instruction protocols (word-mflr, Ppc32Protocols.h): the `mflr r0` before the site is
-    // patched too, between a nop and mflr r0.
-    if (mflrSlot)
-      sites.push_back({rec.ip - 4,
-                       4,
-                       {arch::ppc32::wordBytes(arch::ppc32::kNop),
-                        arch::ppc32::wordBytes(arch::ppc32::kMflrR0)},
-                       core_->recordName(rec) + " (mflr)"});
+    // Sites the protocol writes next to the record's (the `mflr r0` slot of the two-instruction
+    // protocols).
+    for (arch::ExtraSite &extra : siteHooks_->extraSites(rec.ip))
+      sites.push_back(
+          {extra.addr, extra.size, std::move(extra.states), core_->recordName(rec) + extra.suffix});
   });
   std::vector<std::uint64_t> targets = {code.ftraceStub, code.listFuncStub};
   targets.insert(targets.end(), code.callbackStubs.begin(), code.callbackStubs.end());

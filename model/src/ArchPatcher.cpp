@@ -6,13 +6,6 @@
 
 namespace ftsim::model {
 
-DynArchFtrace ArchPatcher::initialArchPrivate(const DynFtrace &,
-                                              const std::optional<SymbolInfo> &symbol) const {
-  if (archPrivateSize() == 0)
-    return NoArchFtrace{};
-  return ModuleArchFtrace{symbol ? symbol->module : std::string()};
-}
-
 arch::Bytes ArchPatcher::callBytes(const DynFtrace &rec, std::uint64_t target) const {
   arch::EncodeResult encoded = arch().call(rec.ip, target);
   if (!encoded.ok)
@@ -21,19 +14,6 @@ arch::Bytes ArchPatcher::callBytes(const DynFtrace &rec, std::uint64_t target) c
 }
 
 arch::Bytes ArchPatcher::nopBytes(const DynFtrace &) const { return arch().nop(); }
-
-PatchOutcome modifyCodeDirect(arch::MachinePort &port, std::uint64_t ip, const arch::Bytes &old,
-                              const arch::Bytes &replacement) {
-  // Read, verify, then write: the three typed failures of ftrace_modify_code_direct().
-  arch::Bytes current(old.size());
-  if (!port.readText(ip, current))
-    return {PatchStatus::ReadFault, old};
-  if (current != old)
-    return {PatchStatus::Mismatch, old};
-  if (!port.writeText(ip, replacement))
-    return {PatchStatus::WriteFault, old};
-  return {};
-}
 
 PlainStorePatcher::PlainStorePatcher(const arch::Arch &isa, arch::MachinePort &port,
                                      std::function<std::uint64_t(const TraceFunction &)> address,
@@ -82,7 +62,7 @@ PatchOutcome PlainStorePatcher::updateFtraceFunc(const TraceFunction &function) 
   if (functionAddress_) {
     const std::uint64_t target = functionAddress_(function);
     for (std::uint64_t site : ftraceCallSites_) {
-      DynFtrace pseudo{site, 0, NoArchFtrace{}};
+      DynFtrace pseudo{site, 0, 0};
       arch::Bytes current(arch_.siteSize());
       if (!port_.readText(site, current))
         return {PatchStatus::ReadFault, {}};

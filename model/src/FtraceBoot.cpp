@@ -67,7 +67,7 @@ BootReport FtraceCore::boot(const BootOptions &options) {
         FTSIM_PANIC("ftrace_process_locs: not enough pages allocated for {} records", count);
       page = &groups[++current];
     }
-    page->records.push_back(DynFtrace{addr, 0, NoArchFtrace{}});
+    page->records.push_back(DynFtrace{addr, 0, 0});
   }
 
   // Groups left unused because entries were skipped are freed, and the page count corrected.
@@ -96,7 +96,7 @@ BootReport FtraceCore::boot(const BootOptions &options) {
       if (disabled_)
         break;
       rec.flags = 0;
-      rec.arch = config_.patcher->initialArchPrivate(rec, symbolize(rec.ip));
+      rec.arch = config_.patcher->recordDatum(rec, symbolize(rec.ip));
       PatchOutcome outcome = config_.patcher->initNop(rec, config_.addresses.mcount);
       if (!outcome.ok()) {
         // ftrace_nop_initialize(): report and stop converting this page group. The report kills

@@ -1,6 +1,6 @@
 #include "ftsim/model/ImageBoot.h"
 
-#include "ftsim/model/Ppc32Patcher.h"
+#include "ftsim/model/ProtocolPatcher.h"
 
 namespace ftsim::model {
 
@@ -46,7 +46,8 @@ ImageBoot bootImage(arch::Image &image, FtraceCore &core) {
 StaticBoot::StaticBoot(arch::Image &image)
     : port_(image),
       protocol_(arch::makePatchProtocol(*image.arch, arch::protocolsFor(*image.arch).front().name)),
-      patcher_(makeArchPatcher(*image.arch, port_, *protocol_, image)) {
+      hooks_(image.arch->makeSiteHooks({&image, protocol_.get()})),
+      patcher_(std::make_unique<ProtocolPatcher>(port_, *protocol_, *hooks_)) {
   FtraceConfig config;
   config.patcher = patcher_.get();
   config.port = &port_;

@@ -1,10 +1,10 @@
 // ppc32 words ftrace writes beyond one bl: the long-branch stub (round trip over targets that
 // exercise the @ha carry), the patch class, and the registered two-instruction protocols.
 
-#include "ftsim/arch/Ppc32Code.h"
+#include "ppc32/Ppc32Code.h"
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/PatchProtocol.h"
-#include "ftsim/arch/Ppc32Protocols.h"
+#include "ppc32/Ppc32Protocols.h"
 
 #include <gtest/gtest.h>
 

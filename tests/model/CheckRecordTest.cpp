@@ -21,7 +21,7 @@ class CheckRecordTable : public ::testing::TestWithParam<Row> {};
 
 TEST_P(CheckRecordTable, ActionAndUpdatedFlags) {
   const Row &row = GetParam();
-  DynFtrace rec{0x1000, row.flags, NoArchFtrace{}};
+  DynFtrace rec{0x1000, row.flags, 0};
   // The test form never changes the record.
   EXPECT_EQ(testRecord(rec, row.enable), row.action) << row.what;
   EXPECT_EQ(rec.flags, row.flags) << row.what;
@@ -66,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
             Enabled | CallOps | CallOpsEn | Touched | 1}));
 
 TEST(CheckRecordTest, BugTypeFollowsTheAction) {
-  DynFtrace rec{0x1000, 1, NoArchFtrace{}};
+  DynFtrace rec{0x1000, 1, 0};
   EXPECT_EQ(checkRecord(rec, true, false).bugType, BugType::Call);
   rec.flags = Enabled | Regs | 1;
   EXPECT_EQ(checkRecord(rec, true, false).bugType, BugType::Update);

@@ -318,7 +318,8 @@ TEST_F(OpsTest, FtraceEnabledSysctlNopsAndRestoresEverySite) {
 TEST(ProtocolPatcherTest, EnablingManySitesIsOneInt3BatchThroughArchProtocol) {
   FakeKernel kernel("x86_64", slideFunctions(), 4);
   std::unique_ptr<arch::PatchProtocol> int3 = arch::makePatchProtocol(kernel.arch, "int3");
-  kernel.patcher = std::make_unique<ProtocolPatcher>(kernel.arch, kernel.port, *int3);
+  std::unique_ptr<arch::SiteHooks> hooks = kernel.arch.makeSiteHooks({});
+  kernel.patcher = std::make_unique<ProtocolPatcher>(kernel.port, *int3, *hooks);
   auto core = test::bootedCore(kernel);
   FtraceOps function("function_trace_call", [](auto, auto, auto &, auto) {});
   core->registerFunction(function);

@@ -9,11 +9,11 @@
 // be stopped between the two words while the patcher writes). A schedule is bad when T faults or
 // returns anything but arg+1. The same runs go through the CMODX checker.
 
-#include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/arch/Trampolines.h"
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/Machine.h"
 #include "ppc32/Ppc32Cmodx.h"
+#include "ppc32/Ppc32Code.h"
 
 #include <gtest/gtest.h>
 

@@ -10,15 +10,15 @@
 // when the patcher writes.
 
 #include "ftsim/arch/Image.h"
-#include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/arch/Trampolines.h"
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/ImageBoot.h"
-#include "ftsim/model/Ppc32Patcher.h"
+#include "ftsim/model/ProtocolPatcher.h"
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 #include "ppc32/Ppc32Cmodx.h"
+#include "ppc32/Ppc32Code.h"
 
 #include <gtest/gtest.h>
 
@@ -43,7 +43,8 @@ struct Booted {
   std::unique_ptr<Machine> m;
   std::unique_ptr<arch::FtraceTrampolines> tramps;
   std::unique_ptr<arch::PatchProtocol> protocol;
-  std::unique_ptr<model::Ppc32Patcher> patcher;
+  std::unique_ptr<arch::SiteHooks> hooks;
+  std::unique_ptr<model::ProtocolPatcher> patcher;
   std::unique_ptr<model::FtraceCore> core;
   model::BootReport report;
   std::vector<std::uint64_t> locs;
@@ -62,16 +63,14 @@ struct Booted {
     m->setHypercall(code.callbackStubs[0], [this](arch::GuestContext &) { ++calls; });
     if (!ftrace)
       return;
-    // The module loader: module_finalize_ftrace() builds mod->arch.tramp / tramp_regs.
-    const std::uint64_t tramp = module.findSymbol("ftsim_mod_ftrace_tramp")->addr;
-    const std::uint64_t trampRegs = module.findSymbol("ftsim_mod_ftrace_tramp_regs")->addr;
-    m->pokeText(tramp, ppc::longBranchStub(code.ftraceCaller).bytes);
-    m->pokeText(trampRegs, ppc::longBranchStub(code.ftraceRegsCaller).bytes);
     protocol = arch::makePatchProtocol(isa, "word");
-    patcher = std::make_unique<model::Ppc32Patcher>(
-        isa, *m, *protocol, model::Ppc32SiteLayout::Mcount,
-        model::Ppc32Targets{code.ftraceCaller, code.ftraceRegsCaller});
-    patcher->addModule("ftsim_mod", {tramp, trampRegs, module.findSymbol("_mcount")->addr});
+    hooks = isa.makeSiteHooks({&kernel, protocol.get(), code.ftraceCaller, code.ftraceRegsCaller});
+    // The module loader: module_finalize_ftrace() builds mod->arch.tramp / tramp_regs.
+    const arch::ModuleLoad load = hooks->loadModule(module);
+    EXPECT_EQ(load.name, "ftsim_mod");
+    for (const arch::TextWrite &write : load.writes)
+      m->pokeText(write.addr, write.bytes);
+    patcher = std::make_unique<model::ProtocolPatcher>(*m, *protocol, *hooks);
     model::FtraceConfig config;
     config.patcher = patcher.get();
     config.port = m.get();
@@ -113,7 +112,8 @@ TEST(Ppc32Module, SitesOutOfReachGoThroughTheModuleTrampoline) {
   const std::uint64_t scaleSite = b.module.findSymbol("mod_scale")->addr + 8;
   model::DynFtrace *rec = b.core->lookupRecord(scaleSite);
   ASSERT_NE(rec, nullptr);
-  EXPECT_EQ(rec->arch, model::DynArchFtrace(model::ModuleArchFtrace{"ftsim_mod"}));
+  EXPECT_NE(rec->arch, 0u); // rec->arch.mod
+  EXPECT_EQ(rec->arch, b.hooks->recordDatum("ftsim_mod"));
   arch::Bytes site(4);
   ASSERT_TRUE(b.m->readText(scaleSite, site));
   EXPECT_EQ(ppc::wordOf(site), ppc::kNop);
@@ -123,7 +123,7 @@ TEST(Ppc32Module, SitesOutOfReachGoThroughTheModuleTrampoline) {
   const arch::EncodeResult direct = b.isa.call(scaleSite, code.ftraceCaller);
   EXPECT_FALSE(direct.ok);
   EXPECT_NE(direct.error.find("32 MiB"), std::string::npos);
-  model::DynFtrace orphan{scaleSite, 0, model::ModuleArchFtrace{}};
+  model::DynFtrace orphan{scaleSite, 0, 0}; // rec->arch.mod == NULL
   EXPECT_FALSE(b.patcher->encodeCall(orphan, code.ftraceCaller).ok);
   EXPECT_EQ(b.patcher->makeCall(orphan, code.ftraceCaller).status, model::PatchStatus::Mismatch);
 

@@ -9,13 +9,13 @@
 // every traced call's return goes through return_to_handler and the checksums still hold.
 
 #include "ftsim/arch/Image.h"
-#include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/arch/Trampolines.h"
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/ImageBoot.h"
-#include "ftsim/model/Ppc32Patcher.h"
+#include "ftsim/model/ProtocolPatcher.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
+#include "ppc32/Ppc32Code.h"
 
 #include <gtest/gtest.h>
 #include <unicorn/unicorn.h>
@@ -211,13 +211,13 @@ TEST(Ppc32Trampolines, GraphCallerDivertsEveryReturnThroughReturnToHandler) {
 TEST(Ppc32Trampolines, PatchableEntryImageBootsAndTracesTransparently) {
   arch::Image image = loadGuest("ppc32-pfe");
   const arch::Arch &isa = *image.arch;
-  ASSERT_EQ(model::ppc32SiteLayout(image), model::Ppc32SiteLayout::PatchableEntry);
   const std::vector<std::uint64_t> entries = sortedLocs(image);
   const Outcome untraced = run(image, {}, Mode::Untraced);
 
   model::BootTextPort port(image);
   auto protocol = arch::makePatchProtocol(isa, "word");
-  auto patcher = model::makeArchPatcher(isa, port, *protocol, image);
+  auto hooks = isa.makeSiteHooks({&image, protocol.get()});
+  auto patcher = std::make_unique<model::ProtocolPatcher>(port, *protocol, *hooks);
   model::FtraceConfig config;
   config.patcher = patcher.get();
   config.port = &port;

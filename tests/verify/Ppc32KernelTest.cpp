@@ -6,9 +6,9 @@
 
 #include "../kernel/KernelFixture.h"
 
-#include "ftsim/arch/Ppc32Code.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/check/Mutants.h"
+#include "ppc32/Ppc32Code.h"
 
 #include <gtest/gtest.h>
 

@@ -116,14 +116,18 @@ TEST(ByteStateProof, TraceOfTodaysProtocolHasThreeSyncsPerBatch) {
 }
 
 TEST(EncodingProof, BranchEncodingsRoundTripExactlyWithinRange) {
-  for (const ProofResult &r : {proveX86Rel32(), provePowerPcBranch(32), provePowerPcBranch(64)}) {
+  ASSERT_EQ(arch::allArchs().size(), 3u); // x86_64, ppc32, ppc64
+  for (const arch::Arch *isa : arch::allArchs()) {
+    const ProofResult r = proveCallEncoding(*isa);
     EXPECT_TRUE(r.holds) << r.name << ": " << r.counterexample;
     EXPECT_GT(r.checks, 1000u);
   }
 }
 
 TEST(EncodingProof, TruncatingPpcEncoderMisbranchesAndOursRefuses) {
-  const ProofResult r = provePowerPcTruncationMisbranches();
+  ASSERT_TRUE(truncatesLikePowerPc32(arch::archByName("ppc32")));
+  EXPECT_FALSE(truncatesLikePowerPc32(arch::archByName("ppc64")));
+  const ProofResult r = provePowerPcTruncationMisbranches(arch::archByName("ppc32"));
   ASSERT_TRUE(r.holds);
   EXPECT_NE(r.counterexample.find("long-branch stub is needed"), std::string::npos)
       << r.counterexample;

@@ -68,11 +68,8 @@ samples(std::uint64_t base, std::vector<std::int64_t> edges, std::uint64_t mask)
   return out;
 }
 
-} // namespace
-
-ProofResult proveX86Rel32() {
+ProofResult proveX86Rel32(const arch::Arch &arch) {
   const auto started = std::chrono::steady_clock::now();
-  const arch::Arch &arch = arch::archByName("x86_64");
   ProofResult r;
   r.name = "x86-64 rel32 call/jmp: bytes decode back to the target exactly when the "
            "displacement fits in 32 bits; the encoder refuses otherwise";
@@ -112,9 +109,9 @@ ProofResult proveX86Rel32() {
   return r;
 }
 
-ProofResult provePowerPcBranch(unsigned bits) {
+ProofResult provePowerPcBranch(const arch::Arch &arch) {
   const auto started = std::chrono::steady_clock::now();
-  const arch::Arch &arch = arch::archByName(bits == 32 ? "ppc32" : "ppc64");
+  const unsigned bits = arch.wordSize() * 8;
   ProofResult r;
   r.name = fmt::format("powerpc{} bl: the 24-bit LI field reaches the target exactly when the "
                        "offset is word aligned and within -0x2000000..0x1fffffc; a long-branch "
@@ -163,18 +160,26 @@ ProofResult provePowerPcBranch(unsigned bits) {
   return r;
 }
 
+} // namespace
+
 ProofResult proveCallEncoding(const arch::Arch &arch) {
   switch (arch.branchForm()) {
   case arch::BranchForm::Rel32:
-    return proveX86Rel32();
+    return proveX86Rel32(arch);
   case arch::BranchForm::PowerPcI:
-    return provePowerPcBranch(arch.wordSize() * 8);
+    return provePowerPcBranch(arch);
   }
   FTSIM_PANIC("unknown branch form");
 }
 
-ProofResult provePowerPcTruncationMisbranches() {
+bool truncatesLikePowerPc32(const arch::Arch &arch) {
+  return arch.branchForm() == arch::BranchForm::PowerPcI && arch.wordSize() == 4;
+}
+
+ProofResult provePowerPcTruncationMisbranches(const arch::Arch &isa) {
   const auto started = std::chrono::steady_clock::now();
+  if (!truncatesLikePowerPc32(isa))
+    FTSIM_PANIC("the truncation proof is about 32-bit powerpc bl, not {}", isa.name());
   ProofResult r;
   r.name = "ppc-branch-range: a bl encoder that masks the offset into LI without a range check "
            "branches elsewhere for some aligned site and target";
@@ -200,7 +205,7 @@ ProofResult provePowerPcTruncationMisbranches() {
     r.holds = true;
     r.counterexample = fmt::format("bl at {:#010x} meant for {:#010x} encodes as {:08x} and "
                                    "branches to {:#010x}; ftsim's encoder refuses it ({})",
-                                   sv, tv, wv, dv, arch::archByName("ppc32").call(sv, tv).error);
+                                   sv, tv, wv, dv, isa.call(sv, tv).error);
   }
   r.milliseconds = since(started);
   return r;

@@ -132,10 +132,12 @@ ProveReport prove(const ProveRequest &q) {
     fatal("prove: --tramp-free belongs to --quiescence");
   const std::vector<const arch::Arch *> archs = selectedArchs(q);
   if (!q.protocol && !q.store && !q.fetch && !q.siteOffset) {
-    report.expectHolds(proveX86Rel32());
-    report.expectHolds(provePowerPcBranch(32));
-    report.expectHolds(provePowerPcBranch(64));
-    report.expectHolds(provePowerPcTruncationMisbranches());
+    // Every registered ISA's call encoding, then the truncation hazard on 32-bit powerpc.
+    for (const arch::Arch *isa : arch::allArchs())
+      report.expectHolds(proveCallEncoding(*isa));
+    for (const arch::Arch *isa : arch::allArchs())
+      if (truncatesLikePowerPc32(*isa))
+        report.expectHolds(provePowerPcTruncationMisbranches(*isa));
   }
   if (!q.encodingsOnly)
     for (const arch::Arch *a : archs)

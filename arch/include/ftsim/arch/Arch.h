@@ -6,8 +6,8 @@
 // arch/common/Registry.cpp (LLVM MC style), so nothing depends on static initialisation order.
 // Besides encodings, a target supplies its parts through small per-concept interfaces (each in its
 // own header): patch protocols and mutants (PatchProtocol.h), guest trampolines (Trampolines.h),
-// the guest ABI (GuestAbi.h), the site-scenario emitter (SnippetEmitter.h) and the live-patching
-// rule (LivePatchingRule.h). See arch/README.md.
+// the guest ABI (GuestAbi.h), the site-scenario emitter (SnippetEmitter.h), the live-patching
+// rule (LivePatchingRule.h) and the per-record ftrace arch code (SiteHooks.h). See arch/README.md.
 
 #include <cstdint>
 #include <memory>
@@ -32,6 +32,8 @@ class FtraceTrampolines;
 struct TrampolineRequest;
 struct ProtocolEntry;
 struct MutantEntry;
+class SiteHooks;
+struct SiteHooksRequest;
 
 // How the ISA's call instruction encodes its target, for the encoding proofs: x86 call rel32
 // (e8 + 32-bit displacement from the next instruction), powerpc I-form `bl` (24-bit LI << 2 from
@@ -117,6 +119,9 @@ public:
   // grace period at once (x86-64: yes; ppc32: no, it comes after the unregistration unless the
   // patcher sleeps until the call). The trampoline-freeing scenarios sleep until the call when not.
   virtual bool nextCallFollowsGracePeriod() const = 0;
+  // Whether the simulated kernel places its module area near kernel text, so that a direct call
+  // reaches it (powerpc module_alloc()'s first try, 2ec13df16704, v5.13).
+  virtual bool modulesNearKernelText() const = 0;
   // The built-in guest images of this ISA (corpora/guest flavours), default first; empty when the
   // ISA has none (it cannot be executed).
   virtual std::vector<std::string> guestFlavours() const = 0;
@@ -134,6 +139,8 @@ public:
   // The guest ftrace trampolines (ftrace_caller and friends); nullptr when the ISA has none.
   virtual std::unique_ptr<FtraceTrampolines>
   makeTrampolines(const TrampolineRequest &request) const = 0;
+  // The per-record ftrace arch code for one booted kernel (SiteHooks.h).
+  virtual std::unique_ptr<SiteHooks> makeSiteHooks(const SiteHooksRequest &request) const = 0;
 };
 
 // "0f 1f 2e 00 00"

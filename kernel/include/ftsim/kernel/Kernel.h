@@ -17,6 +17,7 @@
 
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/SiteHooks.h"
 #include "ftsim/arch/Trampolines.h"
 #include "ftsim/model/ArchPatcher.h"
 #include "ftsim/model/FtraceCore.h"
@@ -177,7 +178,7 @@ private:
   void loadModules();
   void mapTrampolines(std::uint64_t base);
   void makePatcher();
-  void writeModuleStubs();
+  void finalizeModules();
   void makeCore();
   void bootFtrace();
   // The C functions the trampolines call and what the tracers ask of the machine (Callbacks.cpp).
@@ -210,6 +211,7 @@ private:
   std::unique_ptr<sim::Machine> machine_;
   std::unique_ptr<arch::FtraceTrampolines> trampolines_;
   std::unique_ptr<arch::PatchProtocol> protocol_;
+  std::unique_ptr<arch::SiteHooks> siteHooks_; // the target's per-record arch code
   std::unique_ptr<model::ArchPatcher> patcher_;
   std::unique_ptr<model::OpsTrampolineArch> opsTrampolineArch_;
   std::unique_ptr<model::FtraceCore> core_;

@@ -40,14 +40,15 @@ public:
 
   // sizeof(struct dyn_arch_ftrace): 0 on x86, 4 on ppc32 (the `mod` pointer).
   virtual unsigned archPrivateSize() const { return arch().dynArchFtraceSize(); }
-  // The arch-private part of a new record (powerpc records the owning module).
-  virtual DynArchFtrace initialArchPrivate(const DynFtrace &rec,
-                                           const std::optional<SymbolInfo> &symbol) const;
+  // The arch-private datum of a new record (DynFtrace::arch; powerpc records the owning module).
+  virtual std::uint64_t recordDatum(const DynFtrace &, const std::optional<SymbolInfo> &) const {
+    return 0;
+  }
 
   // ftrace_call_replace(ip, addr) and ftrace_nop_replace(): the bytes a site holds when it calls
   // `target` / when it is disabled. The core uses them to verify sites before patching. The
-  // default encodes with arch(); an unreachable target is an internal bug (FTSIM_PANIC) — an arch
-  // that needs long-branch stubs overrides this.
+  // default encodes with arch(); an unreachable target is an internal bug (FTSIM_PANIC) — a
+  // patcher over SiteHooks (long-branch stubs) overrides this.
   virtual arch::Bytes callBytes(const DynFtrace &rec, std::uint64_t target) const;
   virtual arch::Bytes nopBytes(const DynFtrace &rec) const;
 
@@ -75,10 +76,7 @@ public:
                                   const arch::Bytes &replacement) = 0;
 };
 
-// Read `old.size()` bytes at `ip`, compare with `old`, write `replacement` through the port
-// (ftrace_modify_code_direct on x86, ftrace_modify_code on powerpc). No synchronisation.
-PatchOutcome modifyCodeDirect(arch::MachinePort &port, std::uint64_t ip, const arch::Bytes &old,
-                              const arch::Bytes &replacement);
+using arch::modifyCodeDirect;
 
 // The plain-store protocol: every modification is one read-verify-write through the port, and a
 // batch ends with one syncCores(). Correct at boot and whenever no other CPU executes the text

@@ -7,28 +7,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <string>
-#include <variant>
 #include <vector>
 
 namespace ftsim::model {
 
-// struct dyn_arch_ftrace. x86 has none; powerpc keeps `struct module *mod` so that a module's
-// call site can be routed through that module's long-branch trampoline (seed slides, "struct
-// dyn_ftrace"). The module is named, not pointed to: the model has no struct module.
-struct NoArchFtrace {
-  bool operator==(const NoArchFtrace &) const = default;
-};
-struct ModuleArchFtrace {
-  std::string module; // empty: core kernel (mod == NULL)
-  bool operator==(const ModuleArchFtrace &) const = default;
-};
-using DynArchFtrace = std::variant<NoArchFtrace, ModuleArchFtrace>;
-
 struct DynFtrace {
   std::uint64_t ip = 0;    // address of the call site
   std::uint32_t flags = 0; // RecordFlag bits + reference count
-  DynArchFtrace arch;
+  // struct dyn_arch_ftrace, opaque to the core: what the target's SiteHooks::recordDatum() gave
+  // (powerpc: which module's long-branch stubs the site uses, `struct module *mod`; 0: the core
+  // kernel, and always on x86, which keeps none). Its size in the record layout is the target's
+  // dynArchFtraceSize().
+  std::uint64_t arch = 0;
 
   std::uint32_t count() const { return recordCount(flags); }
   bool has(std::uint32_t flag) const { return (flags & flag) != 0; }

@@ -4,6 +4,7 @@
 // (-EPERM).
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/PatchOutcome.h"
 #include "ftsim/model/CheckRecord.h"
 #include "ftsim/model/Symbolizer.h"
 
@@ -13,21 +14,11 @@
 
 namespace ftsim::model {
 
-enum class PatchStatus {
-  Ok,
-  ReadFault,  // -EFAULT: the site could not be read
-  Mismatch,   // -EINVAL: the site does not hold the expected instruction
-  WriteFault, // -EPERM: the site could not be written
-};
+// The result of one read-verify-write (defined with the arch code that returns it).
+using arch::PatchOutcome;
+using arch::PatchStatus;
 
 std::string_view toString(PatchStatus status);
-
-// The result of one read-verify-write.
-struct PatchOutcome {
-  PatchStatus status = PatchStatus::Ok;
-  arch::Bytes expected; // what the site should have held (ftrace_expected), for Mismatch
-  bool ok() const { return status == PatchStatus::Ok; }
-};
 
 struct FtraceBugReport {
   PatchStatus failure = PatchStatus::Ok;

@@ -4,6 +4,7 @@
 
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/SiteHooks.h"
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/Symbolizer.h"
 
@@ -49,8 +50,8 @@ struct ImageBoot {
 ImageBoot bootImage(arch::Image &image, FtraceCore &core);
 
 // An image booted in place, as ftrace_init() leaves it before the other CPUs start: the ISA's
-// correct patch protocol, the arch patcher for the image's site layout (makeArchPatcher), and the
-// core holding the records. `image` must outlive it.
+// correct patch protocol, a ProtocolPatcher over the target's SiteHooks for the image (its site
+// layout), and the core holding the records. `image` must outlive it.
 class StaticBoot {
 public:
   explicit StaticBoot(arch::Image &image);
@@ -60,6 +61,7 @@ public:
 private:
   BootTextPort port_;
   std::unique_ptr<arch::PatchProtocol> protocol_;
+  std::unique_ptr<arch::SiteHooks> hooks_;
   std::unique_ptr<ArchPatcher> patcher_;
   std::unique_ptr<FtraceCore> core_;
   ImageBoot result_;

@@ -42,7 +42,7 @@ struct MutationScore {
 };
 
 // The default checkers of `arch` (x86_64 or ppc32). ppc32 adds, after the site-level ones:
-//  - cmodx+sync:enable-modify-disable: the CMODX checker (ftsim/arch/Ppc32Cmodx.h) as an oracle
+//  - cmodx+sync:enable-modify-disable: the ISA's live-patching rule (arch::LivePatchingRule, powerpc CMODX) as an oracle
 //    over a site enabled, retargeted and disabled, plus "every change is followed by the other
 //    CPUs' context synchronisation before the protocol returns" (Power ISA v3.1 Book II 1.6):
 //    kills non-patch-class writes (word-trap-first), the two-instruction order/grace mutants and

@@ -63,17 +63,18 @@ bool storeModelPossible(const arch::Arch &arch, sim::StoreModel store);
 // one-site and three-site batches. Holds iff every query holds; the counterexample is the first.
 ProofResult proveByteStatesEverywhere(const arch::Arch &arch, const std::string &protocol);
 
-// x86-64 rel32 call/jmp: for every site and target, the encoder's bytes decode back to the target
-// exactly when the displacement fits in 32 bits, and the encoding is refused otherwise.
-ProofResult proveX86Rel32();
-// powerpc I-form b/bl: the 24-bit LI field round-trips exactly when the offset is word aligned and
-// within -0x2000000..0x1fffffc; a long-branch stub is needed exactly then (addressBits 32 or 64).
-ProofResult provePowerPcBranch(unsigned addressBits);
-// The proof above that covers `arch`'s call encoding (Arch::branchForm).
+// `arch`'s call encoding round-trips exactly within its range, and the encoder refuses otherwise
+// (by Arch::branchForm). x86-64 rel32 call/jmp: for every site and target, the bytes decode back
+// to the target exactly when the displacement fits in 32 bits. powerpc I-form b/bl (at the
+// target's address width): the 24-bit LI field round-trips exactly when the offset is word aligned
+// and within -0x2000000..0x1fffffc; a long-branch stub is needed exactly otherwise.
 ProofResult proveCallEncoding(const arch::Arch &arch);
+// Whether the truncation proof below applies to `arch` (a 32-bit I-form `bl`).
+bool truncatesLikePowerPc32(const arch::Arch &arch);
 // The ppc-branch-range bug: an encoder that masks the offset into LI without a range check
 // silently branches elsewhere. Holds when Z3 finds such a site and target (the witness is in
-// `counterexample`), i.e. when the hazard the range check prevents is real.
-ProofResult provePowerPcTruncationMisbranches();
+// `counterexample`, with `isa`'s refusal), i.e. when the hazard the range check prevents is
+// real. `isa` must satisfy truncatesLikePowerPc32.
+ProofResult provePowerPcTruncationMisbranches(const arch::Arch &isa);
 
 } // namespace ftsim::verify
