@@ -11,12 +11,14 @@
 // ftrace_regs_call, ftrace_stub, ftrace_graph_call, ftrace_graph_caller, return_to_handler, and
 // ftrace_caller_end / ftrace_regs_caller_end at the closing jump of each caller.
 
+#include "PtRegsContext.h"
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Trampolines.h"
 
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -93,11 +95,27 @@ private:
   TrampolineCode code_; // the stubs until finish()
 };
 
+// Where the C functions called from the trampolines find their arguments and leave their result.
+struct TrampolineAbi {
+  PtRegsLayout ptRegs;
+  int firstArgReg = 0;    // Unicorn id: ftrace_return_to_handler's frame pointer
+  int returnValueReg = 0; // Unicorn id: a stub's C return value
+};
+
 // The shared trampolines of an assembled listing, with per-ops trampolines. A target derives and
-// supplies the calling convention (argsOf, returnFramePointer, ptRegs, setReturnValue).
+// reads a trace or graph callback's arguments (argsOf).
 class AssembledTrampolines : public FtraceTrampolines {
 public:
   const TrampolineCode &code() const override { return code_; }
+  std::uint64_t returnFramePointer(const GuestContext &cpu) const override {
+    return cpu.reg(abi_.firstArgReg);
+  }
+  std::unique_ptr<GuestContext> ptRegs(GuestContext &cpu, std::uint64_t regs) const override {
+    return std::make_unique<PtRegsContext>(arch_, abi_.ptRegs, cpu, regs);
+  }
+  void setReturnValue(GuestContext &cpu, std::uint64_t value) const override {
+    cpu.setReg(abi_.returnValueReg, value);
+  }
   bool hasOpsTrampolines() const override { return true; }
   std::uint64_t opsTrampolineSize(bool saveRegs) const override { return opsLayout(saveRegs).size; }
   // create_trampoline() (arch/x86/kernel/ftrace.c): copy the caller up to and including its
@@ -107,9 +125,8 @@ public:
   OpsTrampolineCode makeOpsTrampoline(std::uint64_t base, bool saveRegs) const override;
 
 protected:
-  AssembledTrampolines(const Arch &arch, AssembledListing listing)
-      : arch_(arch), code_(std::move(listing.code)), ops_(std::move(listing.ops)) {}
-  const Arch &arch() const { return arch_; }
+  AssembledTrampolines(const Arch &arch, AssembledListing listing, const TrampolineAbi &abi)
+      : arch_(arch), abi_(abi), code_(std::move(listing.code)), ops_(std::move(listing.ops)) {}
 
 private:
   struct Layout {
@@ -122,6 +139,7 @@ private:
   Layout opsLayout(bool saveRegs) const;
 
   const Arch &arch_;
+  TrampolineAbi abi_;
   TrampolineCode code_;
   OpsTrampolineSource ops_;
 };

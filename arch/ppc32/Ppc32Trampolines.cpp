@@ -45,7 +45,6 @@
 //  - The C functions called from the trampolines are hypercall stubs (`trap; blr`) in the same
 //    text, and return their C result in r3 as the C functions do.
 
-#include "../common/PtRegsContext.h"
 #include "../common/TrampolineAssembler.h"
 #include "Ppc32Target.h"
 
@@ -184,7 +183,7 @@ int ptRegsSlot(int ucRegId) {
   }
 }
 
-constexpr PtRegsLayout kPtRegsLayout{NIP, GPR0 + 4, ptRegsSlot};
+constexpr TrampolineAbi kAbi{{NIP, GPR0 + 4, ptRegsSlot}, UC_PPC_REG_3, UC_PPC_REG_3};
 
 // ftrace_regs_caller, then ftrace_caller falling into ftrace_caller_common (ftrace_graph_call,
 // ftrace_graph_stub) and ftrace_stub.
@@ -278,7 +277,7 @@ AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
 class Ppc32Trampolines final : public AssembledTrampolines {
 public:
   Ppc32Trampolines(const Arch &arch, const TrampolineRequest &request)
-      : AssembledTrampolines(arch, assemble(arch, request)) {}
+      : AssembledTrampolines(arch, assemble(arch, request), kAbi) {}
 
   // At a trace-function stub: r3 = ip, r4 = parent_ip, r6 = &pt_regs (MSR 0 from ftrace_caller).
   // At the prepare_ftrace_return stub: r3 = parent, r4 = self_addr, r5 = B's stack pointer at the
@@ -300,18 +299,6 @@ public:
     std::uint8_t msr[4] = {};
     args.fullRegs = cpu.readMemory(args.regs + MSR, msr) && ppc32::wordOf(msr) != 0;
     return args;
-  }
-
-  std::uint64_t returnFramePointer(const GuestContext &cpu) const override {
-    return cpu.reg(UC_PPC_REG_3);
-  }
-
-  std::unique_ptr<GuestContext> ptRegs(GuestContext &cpu, std::uint64_t regs) const override {
-    return std::make_unique<PtRegsContext>(arch(), kPtRegsLayout, cpu, regs);
-  }
-
-  void setReturnValue(GuestContext &cpu, std::uint64_t value) const override {
-    cpu.setReg(UC_PPC_REG_3, value);
   }
 };
 

@@ -33,7 +33,6 @@
 //    (direct trampolines are not modelled).
 //  - The C functions called from the trampolines are hypercall stubs (int3; ret) in the same text.
 
-#include "../common/PtRegsContext.h"
 #include "../common/TrampolineAssembler.h"
 #include "X86_64Target.h"
 
@@ -271,14 +270,6 @@ AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
   return e.finish("ftrace_epilogue");
 }
 
-int ucRegister(Reg r) {
-  static const int ids[] = {UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
-                            UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
-                            UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
-                            UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15};
-  return ids[r];
-}
-
 int ptRegsSlot(int ucRegId) {
   static const std::pair<int, int> slots[] = {
       {UC_X86_REG_R15, R15}, {UC_X86_REG_R14, R14}, {UC_X86_REG_R13, R13},
@@ -294,12 +285,12 @@ int ptRegsSlot(int ucRegId) {
   return -1;
 }
 
-constexpr PtRegsLayout kPtRegsLayout{RIP, RSP, ptRegsSlot};
+constexpr TrampolineAbi kAbi{{RIP, RSP, ptRegsSlot}, UC_X86_REG_RDI, UC_X86_REG_RAX};
 
 class X86_64Trampolines final : public AssembledTrampolines {
 public:
   X86_64Trampolines(const Arch &arch, const TrampolineRequest &request)
-      : AssembledTrampolines(arch, assemble(arch, request)) {}
+      : AssembledTrampolines(arch, assemble(arch, request), kAbi) {}
 
   CallbackArgs argsOf(const GuestContext &cpu) const override {
     CallbackArgs args;
@@ -310,18 +301,6 @@ public:
     std::uint8_t cs[8] = {};
     args.fullRegs = cpu.readMemory(args.regs + CS, cs) && cs[0] == kKernelCs;
     return args;
-  }
-
-  std::uint64_t returnFramePointer(const GuestContext &cpu) const override {
-    return cpu.reg(UC_X86_REG_RDI);
-  }
-
-  std::unique_ptr<GuestContext> ptRegs(GuestContext &cpu, std::uint64_t regs) const override {
-    return std::make_unique<PtRegsContext>(arch(), kPtRegsLayout, cpu, regs);
-  }
-
-  void setReturnValue(GuestContext &cpu, std::uint64_t value) const override {
-    cpu.setReg(ucRegister(rax), value);
   }
 };
 
