@@ -40,45 +40,53 @@ std::uint64_t readWord(const Arch &arch, const std::uint8_t *p) {
   return v;
 }
 
-} // namespace
+// The file in memory and libelf's view of it.
+struct ElfFile {
+  std::string path;
+  std::vector<char> bytes;
+  std::unique_ptr<Elf, ElfCloser> elf;
+};
 
-Image loadImage(const std::string &path) {
-  std::vector<char> file = readWholeFile(path);
+// The file as an ELF executable of a registered ISA (the image's arch).
+const Arch &openElf(ElfFile &f) {
+  const std::string &path = f.path;
+  f.bytes = readWholeFile(path);
   if (elf_version(EV_CURRENT) == EV_NONE)
     FTSIM_PANIC("libelf initialisation failed: {}", elf_errmsg(-1));
-  if (file.size() < EI_NIDENT || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0)
+  if (f.bytes.size() < EI_NIDENT || std::memcmp(f.bytes.data(), ELFMAG, SELFMAG) != 0)
     fatal("{}: not an ELF file", path);
-  std::unique_ptr<Elf, ElfCloser> elf(elf_memory(file.data(), file.size()));
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+  f.elf.reset(elf_memory(f.bytes.data(), f.bytes.size()));
+  if (!f.elf || elf_kind(f.elf.get()) != ELF_K_ELF)
     fatal("{}: not an ELF file ({})", path, elf_errmsg(-1));
   GElf_Ehdr ehdr;
-  if (!gelf_getehdr(elf.get(), &ehdr))
+  if (!gelf_getehdr(f.elf.get(), &ehdr))
     fatal("{}: truncated or malformed ELF header ({})", path, elf_errmsg(-1));
-  const int elfClass = gelf_getclass(elf.get());
+  const int elfClass = gelf_getclass(f.elf.get());
   const Arch *arch = archByElf(ehdr.e_machine, static_cast<unsigned>(elfClass));
   if (!arch)
     fatal("{}: unsupported machine {} (class {}); ftsim images are x86_64 or ppc32", path,
           ehdr.e_machine, elfClass);
   if (ehdr.e_type != ET_EXEC)
     fatal("{}: not a linked executable image (e_type {}); link objects first", path, ehdr.e_type);
+  return *arch;
+}
 
-  Image image;
-  image.arch = arch;
-  image.name = path;
-
+// The PT_LOAD segments, sorted by address and not overlapping.
+void loadSegments(const ElfFile &f, Image &image) {
+  const std::string &path = f.path;
   std::size_t phnum = 0;
-  if (elf_getphdrnum(elf.get(), &phnum) != 0)
+  if (elf_getphdrnum(f.elf.get(), &phnum) != 0)
     fatal("{}: malformed program header table ({})", path, elf_errmsg(-1));
   for (std::size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
-    if (!gelf_getphdr(elf.get(), static_cast<int>(i), &ph))
+    if (!gelf_getphdr(f.elf.get(), static_cast<int>(i), &ph))
       fatal("{}: program header {} is truncated ({})", path, i, elf_errmsg(-1));
     if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
       continue;
     if (ph.p_filesz > ph.p_memsz || ph.p_memsz > kMaxSegmentSize)
       fatal("{}: segment {} has impossible sizes (filesz {:#x}, memsz {:#x})", path, i, ph.p_filesz,
             ph.p_memsz);
-    if (ph.p_offset > file.size() || ph.p_filesz > file.size() - ph.p_offset)
+    if (ph.p_offset > f.bytes.size() || ph.p_filesz > f.bytes.size() - ph.p_offset)
       fatal("{}: segment {} extends past the end of the file (truncated?)", path, i);
     ImageSegment seg;
     seg.addr = ph.p_vaddr;
@@ -86,7 +94,7 @@ Image loadImage(const std::string &path) {
     seg.writable = (ph.p_flags & PF_W) != 0;
     seg.name = seg.executable ? "text" : seg.writable ? "data" : "rodata";
     seg.bytes.assign(ph.p_memsz, 0);
-    std::copy_n(file.data() + ph.p_offset, ph.p_filesz, seg.bytes.begin());
+    std::copy_n(f.bytes.data() + ph.p_offset, ph.p_filesz, seg.bytes.begin());
     image.segments.push_back(std::move(seg));
   }
   if (image.segments.empty())
@@ -98,54 +106,65 @@ Image loadImage(const std::string &path) {
     if (prev.addr + prev.bytes.size() > image.segments[i].addr)
       fatal("{}: loadable segments overlap at {:#x}", path, image.segments[i].addr);
   }
+}
 
-  // Symbols from .symtab.
+// The named, defined symbols of one SHT_SYMTAB section.
+void loadSymbolTable(const ElfFile &f, Elf_Scn *scn, const GElf_Shdr &sh, Image &image) {
+  const std::string &path = f.path;
+  if (sh.sh_entsize == 0 || sh.sh_offset > f.bytes.size() ||
+      sh.sh_size > f.bytes.size() - sh.sh_offset)
+    fatal("{}: symbol table extends past the end of the file (truncated?)", path);
+  Elf_Data *data = elf_getdata(scn, nullptr);
+  if (!data)
+    fatal("{}: unreadable symbol table ({})", path, elf_errmsg(-1));
+  const std::size_t count = sh.sh_size / sh.sh_entsize;
+  for (std::size_t i = 1; i < count; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, static_cast<int>(i), &sym))
+      fatal("{}: symbol {} is malformed ({})", path, i, elf_errmsg(-1));
+    const int type = GELF_ST_TYPE(sym.st_info);
+    if (type == STT_SECTION || type == STT_FILE || sym.st_shndx == SHN_UNDEF)
+      continue;
+    const char *name = elf_strptr(f.elf.get(), sh.sh_link, sym.st_name);
+    if (!name)
+      fatal("{}: symbol {} has a bad name offset", path, i);
+    if (*name == '\0')
+      continue;
+    ImageSymbol s;
+    s.name = name;
+    s.addr = sym.st_value;
+    s.size = sym.st_size;
+    s.function = type == STT_FUNC;
+    s.weak = GELF_ST_BIND(sym.st_info) == STB_WEAK;
+    s.local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
+    image.symbols.push_back(std::move(s));
+  }
+}
+
+// Symbols from .symtab, sorted by address then name.
+void loadSymbols(const ElfFile &f, Image &image) {
   Elf_Scn *scn = nullptr;
-  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr) {
+  while ((scn = elf_nextscn(f.elf.get(), scn)) != nullptr) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh))
-      fatal("{}: malformed section header ({})", path, elf_errmsg(-1));
-    if (sh.sh_type != SHT_SYMTAB)
-      continue;
-    if (sh.sh_entsize == 0 || sh.sh_offset > file.size() || sh.sh_size > file.size() - sh.sh_offset)
-      fatal("{}: symbol table extends past the end of the file (truncated?)", path);
-    Elf_Data *data = elf_getdata(scn, nullptr);
-    if (!data)
-      fatal("{}: unreadable symbol table ({})", path, elf_errmsg(-1));
-    const std::size_t count = sh.sh_size / sh.sh_entsize;
-    for (std::size_t i = 1; i < count; ++i) {
-      GElf_Sym sym;
-      if (!gelf_getsym(data, static_cast<int>(i), &sym))
-        fatal("{}: symbol {} is malformed ({})", path, i, elf_errmsg(-1));
-      const int type = GELF_ST_TYPE(sym.st_info);
-      if (type == STT_SECTION || type == STT_FILE || sym.st_shndx == SHN_UNDEF)
-        continue;
-      const char *name = elf_strptr(elf.get(), sh.sh_link, sym.st_name);
-      if (!name)
-        fatal("{}: symbol {} has a bad name offset", path, i);
-      if (*name == '\0')
-        continue;
-      ImageSymbol s;
-      s.name = name;
-      s.addr = sym.st_value;
-      s.size = sym.st_size;
-      s.function = type == STT_FUNC;
-      s.weak = GELF_ST_BIND(sym.st_info) == STB_WEAK;
-      s.local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
-      image.symbols.push_back(std::move(s));
-    }
+      fatal("{}: malformed section header ({})", f.path, elf_errmsg(-1));
+    if (sh.sh_type == SHT_SYMTAB)
+      loadSymbolTable(f, scn, sh, image);
   }
   std::sort(image.symbols.begin(), image.symbols.end(),
             [](const ImageSymbol &a, const ImageSymbol &b) {
               return a.addr != b.addr ? a.addr < b.addr : a.name < b.name;
             });
+}
 
-  // The __mcount_loc table, delimited by the linker script's symbols (include/asm-generic/
-  // vmlinux.lds.h MCOUNT_REC()).
+// The __mcount_loc table, delimited by the linker script's symbols (include/asm-generic/
+// vmlinux.lds.h MCOUNT_REC()).
+void loadMcountLocs(const std::string &path, Image &image) {
+  const Arch &arch = *image.arch;
   const ImageSymbol *start = image.findSymbol("__start_mcount_loc");
   const ImageSymbol *stop = image.findSymbol("__stop_mcount_loc");
   if (start && stop) {
-    const unsigned word = arch->wordSize();
+    const unsigned word = arch.wordSize();
     if (stop->addr < start->addr || (stop->addr - start->addr) % word != 0)
       fatal("{}: __start_mcount_loc..__stop_mcount_loc is not a table of {}-byte entries", path,
             word);
@@ -153,22 +172,39 @@ Image loadImage(const std::string &path) {
     if (!seg)
       fatal("{}: __mcount_loc table lies outside the loadable segments", path);
     for (std::uint64_t a = start->addr; a < stop->addr; a += word)
-      image.mcountLocs.push_back(readWord(*arch, seg->bytes.data() + (a - seg->addr)));
+      image.mcountLocs.push_back(readWord(arch, seg->bytes.data() + (a - seg->addr)));
   } else if (start || stop) {
     fatal("{}: has only one of __start_mcount_loc / __stop_mcount_loc", path);
   }
-  // The profiling hook is the one the sites call: an image may define several (the x86 runtime has
-  // both __fentry__ and mcount), and only the compiler's choice tells which one boot must expect.
+}
+
+// The profiling hook is the one the sites call: an image may define several (the x86 runtime has
+// both __fentry__ and mcount), and only the compiler's choice tells which one boot must expect.
+void findMcountHook(Image &image) {
+  const Arch &arch = *image.arch;
   for (std::uint64_t site : image.mcountLocs) {
     std::uint8_t bytes[8] = {};
-    if (site == 0 || !image.read(site, std::span(bytes, arch->siteSize())))
+    if (site == 0 || !image.read(site, std::span(bytes, arch.siteSize())))
       continue;
-    const auto target = arch->callTarget(site, std::span(bytes, arch->siteSize()));
+    const auto target = arch.callTarget(site, std::span(bytes, arch.siteSize()));
     const ImageSymbol *hook = target ? image.symbolAt(*target) : nullptr;
-    if (hook && hook->addr == *target && arch->isMcountSymbol(hook->name))
+    if (hook && hook->addr == *target && arch.isMcountSymbol(hook->name))
       image.mcountAddr = *target;
     break;
   }
+}
+
+} // namespace
+
+Image loadImage(const std::string &path) {
+  ElfFile f{path, {}, nullptr};
+  Image image;
+  image.arch = &openElf(f);
+  image.name = path;
+  loadSegments(f, image);
+  loadSymbols(f, image);
+  loadMcountLocs(path, image);
+  findMcountHook(image);
   return image;
 }
 

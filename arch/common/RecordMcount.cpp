@@ -244,118 +244,93 @@ void copyUnchanged(const ElfRelocatable &obj, const std::string &outPath) {
 // locals (ELF gABI: locals precede globals, sh_info is the first global), every global moves up by
 // their number, and every reference to a symbol index (relocations, SHT_GROUP signatures) is
 // renumbered.
-void writeWithMcountLoc(const ElfRelocatable &obj, const std::vector<SectionOffset> &sites,
-                        const std::string &outPath) {
-  const Arch &arch = obj.arch();
-  const auto &sections = obj.sections();
-  const std::size_t symtab = *obj.symtabIndex();
-  const std::size_t firstGlobal = sections[symtab].shdr.sh_info;
-  const std::size_t symbolCount = obj.symbols().size();
-
-  std::map<std::size_t, Base> bases;
-  std::vector<std::size_t> addedSectionSymbols; // sections that get a new section symbol
-  for (const auto &site : sites)
-    if (!bases.contains(site.section)) {
-      bases[site.section] = chooseBase(obj, site.section);
-      if (!bases[site.section].symbol)
-        addedSectionSymbols.push_back(site.section);
-    }
-  const std::size_t added = addedSectionSymbols.size();
-  if (sections.size() + 2 >= SHN_LORESERVE)
-    obj.fail("{} sections: extended section numbering is not supported", sections.size());
-  for (std::size_t i = 1; i < sections.size() && added > 0; ++i) {
-    // Other tables of symbol indices that would need renumbering; gcc and gas emit neither.
-    if (sections[i].shdr.sh_type == SHT_SYMTAB_SHNDX || sections[i].shdr.sh_type == 0x6fff4c03)
-      obj.fail("section {} ({}) holds symbol indices that cannot be renumbered yet", i,
-               sections[i].name);
+class McountLocWriter {
+public:
+  McountLocWriter(const ElfRelocatable &obj, const std::vector<SectionOffset> &sites,
+                  const std::string &outPath)
+      : obj_(obj), arch_(obj.arch()), sections_(obj.sections()), sites_(sites), outPath_(outPath),
+        symtab_(*obj.symtabIndex()), firstGlobal_(sections_[symtab_].shdr.sh_info) {
+    planSymbols();
   }
-  auto renumber = [&](std::size_t index) { return index < firstGlobal ? index : index + added; };
 
-  OutputFile out(outPath);
-  Elf *elf = elf_begin(out.fd(), ELF_C_WRITE, nullptr);
-  if (!elf)
-    obj.fail("libelf cannot start writing {}: {}", outPath, elf_errmsg(-1));
-  out.adopt(elf);
+  void write() {
+    OutputFile &out = out_.emplace(outPath_);
+    elf_ = elf_begin(out.fd(), ELF_C_WRITE, nullptr);
+    if (!elf_)
+      obj_.fail("libelf cannot start writing {}: {}", outPath_, elf_errmsg(-1));
+    out.adopt(elf_);
+    const int elfClass = arch_.elfClass() == ELFCLASS64 ? ELFCLASS64 : ELFCLASS32;
+    check(gelf_newehdr(elf_, elfClass) != nullptr, "the ELF header");
+    GElf_Ehdr ehdr = obj_.ehdr();
+    check(gelf_update_ehdr(elf_, &ehdr) != 0, "the ELF header");
+    symSize_ = gelf_fsize(elf_, ELF_T_SYM, 1, EV_CURRENT);
+    relaSize_ = gelf_fsize(elf_, ELF_T_RELA, 1, EV_CURRENT);
+    relSize_ = gelf_fsize(elf_, ELF_T_REL, 1, EV_CURRENT);
+    for (std::size_t i = 1; i < sections_.size(); ++i)
+      copySection(i);
+    writeTable();
+    check(elf_update(elf_, ELF_C_WRITE) >= 0, "the object");
+    out.commit();
+  }
+
+private:
+  // The base of each section's entries, and the sections that need a new section symbol.
+  void planSymbols() {
+    for (const auto &site : sites_)
+      if (!bases_.contains(site.section)) {
+        bases_[site.section] = chooseBase(obj_, site.section);
+        if (!bases_[site.section].symbol)
+          addedSectionSymbols_.push_back(site.section);
+      }
+    added_ = addedSectionSymbols_.size();
+    if (sections_.size() + 2 >= SHN_LORESERVE)
+      obj_.fail("{} sections: extended section numbering is not supported", sections_.size());
+    for (std::size_t i = 1; i < sections_.size() && added_ > 0; ++i) {
+      // Other tables of symbol indices that would need renumbering; gcc and gas emit neither.
+      if (sections_[i].shdr.sh_type == SHT_SYMTAB_SHNDX || sections_[i].shdr.sh_type == 0x6fff4c03)
+        obj_.fail("section {} ({}) holds symbol indices that cannot be renumbered yet", i,
+                  sections_[i].name);
+    }
+  }
+
+  std::size_t renumber(std::size_t index) const {
+    return index < firstGlobal_ ? index : index + added_;
+  }
+
   // libelf refuses to write some inconsistencies the reader tolerated; they are the input's.
-  auto check = [&](bool ok, std::string_view what) {
+  void check(bool ok, std::string_view what) const {
     if (!ok)
-      obj.fail("cannot write {} to {}: {}", what, outPath, elf_errmsg(-1));
-  };
-
-  const int elfClass = arch.elfClass() == ELFCLASS64 ? ELFCLASS64 : ELFCLASS32;
-  check(gelf_newehdr(elf, elfClass) != nullptr, "the ELF header");
-  GElf_Ehdr ehdr = obj.ehdr();
-  check(gelf_update_ehdr(elf, &ehdr) != 0, "the ELF header");
+      obj_.fail("cannot write {} to {}: {}", what, outPath_, elf_errmsg(-1));
+  }
 
   // Buffers handed to libelf must live until elf_update(); deque never moves its elements.
-  std::deque<std::vector<std::uint8_t>> buffers;
-  auto newData = [&](Elf_Scn *scn, Elf_Type type, std::size_t size, std::size_t align) {
+  Elf_Data *newData(Elf_Scn *scn, Elf_Type type, std::size_t size, std::size_t align) {
     Elf_Data *d = elf_newdata(scn);
     check(d != nullptr, "section data");
-    buffers.emplace_back(size, 0);
-    d->d_buf = buffers.back().data();
+    buffers_.emplace_back(size, 0);
+    d->d_buf = buffers_.back().data();
     d->d_size = size;
     d->d_type = type;
     d->d_align = align;
     d->d_off = 0;
     d->d_version = EV_CURRENT;
     return d;
-  };
-  const std::size_t symSize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-  const std::size_t relaSize = gelf_fsize(elf, ELF_T_RELA, 1, EV_CURRENT);
-  const std::size_t relSize = gelf_fsize(elf, ELF_T_REL, 1, EV_CURRENT);
+  }
 
-  std::size_t shstrtabSize = 0;
-  for (std::size_t i = 1; i < sections.size(); ++i) {
-    const auto &in = sections[i];
-    Elf_Scn *scn = elf_newscn(elf);
+  void copySection(std::size_t i) {
+    const auto &in = sections_[i];
+    Elf_Scn *scn = elf_newscn(elf_);
     check(scn != nullptr, "a section");
     GElf_Shdr shdr = in.shdr;
-
-    if (i == symtab) {
-      Elf_Data *src = obj.data(i);
-      Elf_Data *d = newData(scn, ELF_T_SYM, (symbolCount + added) * symSize, src->d_align);
-      for (std::size_t s = 0; s < symbolCount; ++s) {
-        GElf_Sym sym = obj.symbols()[s].sym;
-        check(gelf_update_sym(d, static_cast<int>(renumber(s)), &sym) != 0, "a symbol");
-      }
-      for (std::size_t k = 0; k < added; ++k) {
-        GElf_Sym sym{};
-        sym.st_info = GELF_ST_INFO(STB_LOCAL, STT_SECTION);
-        sym.st_shndx = static_cast<GElf_Section>(addedSectionSymbols[k]);
-        check(gelf_update_sym(d, static_cast<int>(firstGlobal + k), &sym) != 0, "a symbol");
-      }
-      shdr.sh_info = static_cast<GElf_Word>(firstGlobal + added);
-    } else if (added > 0 && isRelocationSection(in.shdr) && in.shdr.sh_link == symtab) {
-      const bool rela = in.shdr.sh_type == SHT_RELA;
-      Elf_Data *src = obj.data(i);
-      const std::size_t count = src ? src->d_size / (rela ? relaSize : relSize) : 0;
-      Elf_Data *d = newData(scn, rela ? ELF_T_RELA : ELF_T_REL, src ? src->d_size : 0,
-                            src ? src->d_align : arch.wordSize());
-      for (std::size_t k = 0; k < count; ++k) {
-        const int n = static_cast<int>(k);
-        if (rela) {
-          GElf_Rela r;
-          check(gelf_getrela(src, n, &r) != nullptr, "a relocation");
-          r.r_info = GELF_R_INFO(renumber(GELF_R_SYM(r.r_info)), GELF_R_TYPE(r.r_info));
-          check(gelf_update_rela(d, n, &r) != 0, "a relocation");
-        } else {
-          GElf_Rel r;
-          check(gelf_getrel(src, n, &r) != nullptr, "a relocation");
-          r.r_info = GELF_R_INFO(renumber(GELF_R_SYM(r.r_info)), GELF_R_TYPE(r.r_info));
-          check(gelf_update_rel(d, n, &r) != 0, "a relocation");
-        }
-      }
-    } else if (i == obj.shstrndx()) {
-      Elf_Data *src = obj.data(i);
-      shstrtabSize = src ? src->d_size : 0;
-      const std::string_view name = arch.usesRela() ? kRelaMcountLoc : kRelMcountLoc;
-      Elf_Data *d = newData(scn, ELF_T_BYTE, shstrtabSize + name.size() + 1, 1);
-      if (shstrtabSize)
-        std::memcpy(d->d_buf, src->d_buf, shstrtabSize);
-      std::memcpy(static_cast<char *>(d->d_buf) + shstrtabSize, name.data(), name.size());
+    if (i == symtab_) {
+      writeSymbols(scn);
+      shdr.sh_info = static_cast<GElf_Word>(firstGlobal_ + added_);
+    } else if (added_ > 0 && isRelocationSection(in.shdr) && in.shdr.sh_link == symtab_) {
+      writeRenumberedRelocations(i, scn);
+    } else if (i == obj_.shstrndx()) {
+      writeSectionNames(i, scn);
     } else {
-      if (in.shdr.sh_type == SHT_GROUP && in.shdr.sh_link == symtab)
+      if (in.shdr.sh_type == SHT_GROUP && in.shdr.sh_link == symtab_)
         shdr.sh_info = static_cast<GElf_Word>(renumber(in.shdr.sh_info));
       // Unchanged contents: point at the input's buffers, which outlive elf_update().
       for (Elf_Data *src = elf_getdata(in.scn, nullptr); src; src = elf_getdata(in.scn, src)) {
@@ -367,68 +342,138 @@ void writeWithMcountLoc(const ElfRelocatable &obj, const std::vector<SectionOffs
     check(gelf_update_shdr(scn, &shdr) != 0, "a section header");
   }
 
-  // __mcount_loc: one word per site, relocated by an absolute word relocation. With RELA the word
-  // is 0 and the addend is in the relocation; with REL the word holds the addend
-  // (recordmcount.h sift_rel_mcount()).
-  const unsigned word = arch.wordSize();
-  const std::size_t tableIndex = sections.size();
-  Elf_Scn *table = elf_newscn(elf);
-  check(table != nullptr, "__mcount_loc");
-  Elf_Data *tableData = newData(table, ELF_T_BYTE, sites.size() * word, word);
-  GElf_Shdr tableHdr{};
-  const std::size_t relNameLength = arch.usesRela() ? 5 : 4; // ".rela" or ".rel"
-  tableHdr.sh_name = static_cast<GElf_Word>(shstrtabSize + relNameLength);
-  tableHdr.sh_type = SHT_PROGBITS;
-  tableHdr.sh_flags = SHF_ALLOC;
-  tableHdr.sh_addralign = word;
-  tableHdr.sh_entsize = word;
-  check(gelf_update_shdr(table, &tableHdr) != 0, "__mcount_loc");
-
-  Elf_Scn *relocs = elf_newscn(elf);
-  check(relocs != nullptr, "the relocations of __mcount_loc");
-  Elf_Data *relocData = newData(relocs, arch.usesRela() ? ELF_T_RELA : ELF_T_REL,
-                                sites.size() * (arch.usesRela() ? relaSize : relSize), word);
-  for (std::size_t k = 0; k < sites.size(); ++k) {
-    const auto &site = sites[k];
-    const Base &base = bases.at(site.section);
-    std::size_t symbol = 0;
-    if (base.symbol) {
-      symbol = renumber(*base.symbol);
-    } else {
-      const auto at =
-          std::find(addedSectionSymbols.begin(), addedSectionSymbols.end(), site.section);
-      symbol = firstGlobal + static_cast<std::size_t>(at - addedSectionSymbols.begin());
+  void writeSymbols(Elf_Scn *scn) {
+    const std::size_t symbolCount = obj_.symbols().size();
+    Elf_Data *src = obj_.data(symtab_);
+    Elf_Data *d = newData(scn, ELF_T_SYM, (symbolCount + added_) * symSize_, src->d_align);
+    for (std::size_t s = 0; s < symbolCount; ++s) {
+      GElf_Sym sym = obj_.symbols()[s].sym;
+      check(gelf_update_sym(d, static_cast<int>(renumber(s)), &sym) != 0, "a symbol");
     }
-    const std::uint64_t offset = k * word;
-    const std::int64_t addend = static_cast<std::int64_t>(site.offset - base.value);
-    const GElf_Xword info = GELF_R_INFO(symbol, arch.mcountLocRelocType());
-    if (arch.usesRela()) {
-      GElf_Rela r{offset, info, addend};
-      check(gelf_update_rela(relocData, static_cast<int>(k), &r) != 0, "a relocation");
-    } else {
-      GElf_Rel r{offset, info};
-      check(gelf_update_rel(relocData, static_cast<int>(k), &r) != 0, "a relocation");
-      // File byte order, since the table is written as ELF_T_BYTE.
-      auto *bytes = static_cast<std::uint8_t *>(tableData->d_buf) + offset;
-      for (unsigned b = 0; b < word; ++b) {
-        const unsigned shift = 8 * (arch.endian() == Endian::Big ? word - 1 - b : b);
-        bytes[b] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(addend) >> shift);
+    for (std::size_t k = 0; k < added_; ++k) {
+      GElf_Sym sym{};
+      sym.st_info = GELF_ST_INFO(STB_LOCAL, STT_SECTION);
+      sym.st_shndx = static_cast<GElf_Section>(addedSectionSymbols_[k]);
+      check(gelf_update_sym(d, static_cast<int>(firstGlobal_ + k), &sym) != 0, "a symbol");
+    }
+  }
+
+  void writeRenumberedRelocations(std::size_t i, Elf_Scn *scn) {
+    const bool rela = sections_[i].shdr.sh_type == SHT_RELA;
+    Elf_Data *src = obj_.data(i);
+    const std::size_t count = src ? src->d_size / (rela ? relaSize_ : relSize_) : 0;
+    Elf_Data *d = newData(scn, rela ? ELF_T_RELA : ELF_T_REL, src ? src->d_size : 0,
+                          src ? src->d_align : arch_.wordSize());
+    for (std::size_t k = 0; k < count; ++k) {
+      const int n = static_cast<int>(k);
+      if (rela) {
+        GElf_Rela r;
+        check(gelf_getrela(src, n, &r) != nullptr, "a relocation");
+        r.r_info = GELF_R_INFO(renumber(GELF_R_SYM(r.r_info)), GELF_R_TYPE(r.r_info));
+        check(gelf_update_rela(d, n, &r) != 0, "a relocation");
+      } else {
+        GElf_Rel r;
+        check(gelf_getrel(src, n, &r) != nullptr, "a relocation");
+        r.r_info = GELF_R_INFO(renumber(GELF_R_SYM(r.r_info)), GELF_R_TYPE(r.r_info));
+        check(gelf_update_rel(d, n, &r) != 0, "a relocation");
       }
     }
   }
-  GElf_Shdr relocHdr{};
-  relocHdr.sh_name = static_cast<GElf_Word>(shstrtabSize);
-  relocHdr.sh_type = arch.usesRela() ? SHT_RELA : SHT_REL;
-  relocHdr.sh_flags = SHF_INFO_LINK; // sh_info is a section index, as gas marks it
-  relocHdr.sh_link = static_cast<GElf_Word>(symtab);
-  relocHdr.sh_info = static_cast<GElf_Word>(tableIndex);
-  relocHdr.sh_addralign = word;
-  relocHdr.sh_entsize = arch.usesRela() ? relaSize : relSize;
-  check(gelf_update_shdr(relocs, &relocHdr) != 0, "the relocations of __mcount_loc");
 
-  check(elf_update(elf, ELF_C_WRITE) >= 0, "the object");
-  out.commit();
-}
+  // .shstrtab with the relocation section's name appended (its suffix names the table).
+  void writeSectionNames(std::size_t i, Elf_Scn *scn) {
+    Elf_Data *src = obj_.data(i);
+    shstrtabSize_ = src ? src->d_size : 0;
+    const std::string_view name = arch_.usesRela() ? kRelaMcountLoc : kRelMcountLoc;
+    Elf_Data *d = newData(scn, ELF_T_BYTE, shstrtabSize_ + name.size() + 1, 1);
+    if (shstrtabSize_)
+      std::memcpy(d->d_buf, src->d_buf, shstrtabSize_);
+    std::memcpy(static_cast<char *>(d->d_buf) + shstrtabSize_, name.data(), name.size());
+  }
+
+  // The symbol an entry of `section` is relative to, as renumbered in the output.
+  std::size_t entrySymbol(std::size_t section) const {
+    const Base &base = bases_.at(section);
+    if (base.symbol)
+      return renumber(*base.symbol);
+    const auto at = std::find(addedSectionSymbols_.begin(), addedSectionSymbols_.end(), section);
+    return firstGlobal_ + static_cast<std::size_t>(at - addedSectionSymbols_.begin());
+  }
+
+  // __mcount_loc: one word per site, relocated by an absolute word relocation. With RELA the word
+  // is 0 and the addend is in the relocation; with REL the word holds the addend
+  // (recordmcount.h sift_rel_mcount()).
+  void writeTable() {
+    const unsigned word = arch_.wordSize();
+    const std::size_t tableIndex = sections_.size();
+    Elf_Scn *table = elf_newscn(elf_);
+    check(table != nullptr, "__mcount_loc");
+    Elf_Data *tableData = newData(table, ELF_T_BYTE, sites_.size() * word, word);
+    GElf_Shdr tableHdr{};
+    const std::size_t relNameLength = arch_.usesRela() ? 5 : 4; // ".rela" or ".rel"
+    tableHdr.sh_name = static_cast<GElf_Word>(shstrtabSize_ + relNameLength);
+    tableHdr.sh_type = SHT_PROGBITS;
+    tableHdr.sh_flags = SHF_ALLOC;
+    tableHdr.sh_addralign = word;
+    tableHdr.sh_entsize = word;
+    check(gelf_update_shdr(table, &tableHdr) != 0, "__mcount_loc");
+
+    Elf_Scn *relocs = elf_newscn(elf_);
+    check(relocs != nullptr, "the relocations of __mcount_loc");
+    Elf_Data *relocData = newData(relocs, arch_.usesRela() ? ELF_T_RELA : ELF_T_REL,
+                                  sites_.size() * (arch_.usesRela() ? relaSize_ : relSize_), word);
+    for (std::size_t k = 0; k < sites_.size(); ++k)
+      writeEntry(k, tableData, relocData);
+    GElf_Shdr relocHdr{};
+    relocHdr.sh_name = static_cast<GElf_Word>(shstrtabSize_);
+    relocHdr.sh_type = arch_.usesRela() ? SHT_RELA : SHT_REL;
+    relocHdr.sh_flags = SHF_INFO_LINK; // sh_info is a section index, as gas marks it
+    relocHdr.sh_link = static_cast<GElf_Word>(symtab_);
+    relocHdr.sh_info = static_cast<GElf_Word>(tableIndex);
+    relocHdr.sh_addralign = word;
+    relocHdr.sh_entsize = arch_.usesRela() ? relaSize_ : relSize_;
+    check(gelf_update_shdr(relocs, &relocHdr) != 0, "the relocations of __mcount_loc");
+  }
+
+  // Entry k of __mcount_loc and its relocation.
+  void writeEntry(std::size_t k, Elf_Data *tableData, Elf_Data *relocData) {
+    const unsigned word = arch_.wordSize();
+    const auto &site = sites_[k];
+    const std::uint64_t offset = k * word;
+    const std::int64_t addend =
+        static_cast<std::int64_t>(site.offset - bases_.at(site.section).value);
+    const GElf_Xword info = GELF_R_INFO(entrySymbol(site.section), arch_.mcountLocRelocType());
+    if (arch_.usesRela()) {
+      GElf_Rela r{offset, info, addend};
+      check(gelf_update_rela(relocData, static_cast<int>(k), &r) != 0, "a relocation");
+      return;
+    }
+    GElf_Rel r{offset, info};
+    check(gelf_update_rel(relocData, static_cast<int>(k), &r) != 0, "a relocation");
+    // File byte order, since the table is written as ELF_T_BYTE.
+    auto *bytes = static_cast<std::uint8_t *>(tableData->d_buf) + offset;
+    for (unsigned b = 0; b < word; ++b) {
+      const unsigned shift = 8 * (arch_.endian() == Endian::Big ? word - 1 - b : b);
+      bytes[b] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(addend) >> shift);
+    }
+  }
+
+  const ElfRelocatable &obj_;
+  const Arch &arch_;
+  const std::vector<ElfRelocatable::Section> &sections_;
+  const std::vector<SectionOffset> &sites_;
+  const std::string &outPath_;
+  const std::size_t symtab_;
+  const std::size_t firstGlobal_;
+  std::map<std::size_t, Base> bases_;
+  std::vector<std::size_t> addedSectionSymbols_; // sections that get a new section symbol
+  std::size_t added_ = 0;
+  std::optional<OutputFile> out_;
+  Elf *elf_ = nullptr;
+  std::deque<std::vector<std::uint8_t>> buffers_;
+  std::size_t symSize_ = 0, relaSize_ = 0, relSize_ = 0;
+  std::size_t shstrtabSize_ = 0;
+};
 
 } // namespace
 
@@ -474,7 +519,7 @@ RecordOutcome recordMcount(const std::string &inPath, const std::string &outPath
     copyUnchanged(obj, outPath);
     return RecordOutcome::NoSites;
   }
-  writeWithMcountLoc(obj, sites, outPath);
+  McountLocWriter(obj, sites, outPath).write();
   return RecordOutcome::Added;
 }
 

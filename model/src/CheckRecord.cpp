@@ -22,96 +22,98 @@ bool skipRecord(const DynFtrace &rec) {
   return rec.has(RecordFlag::Disabled) && !rec.has(RecordFlag::Enabled);
 }
 
+namespace {
+
+// Whether a pair's wanted flag and its _EN (in force) flag disagree.
+bool outOfStep(const DynFtrace &rec, std::uint32_t wanted, std::uint32_t enabled) {
+  return !rec.has(wanted) != !rec.has(enabled);
+}
+
+// Direct calls and call ops only apply to a record with exactly one user; with more the list
+// function handles them, so an _EN left over must be cleared.
+bool singleUserOutOfStep(const DynFtrace &rec, std::uint32_t wanted, std::uint32_t enabled) {
+  return rec.count() == 1 ? outOfStep(rec, wanted, enabled) : rec.has(enabled);
+}
+
+// What the record should be: ENABLED when enabling a record with users, plus the wanted bit of
+// every pair out of step, so that the comparison with ENABLED fails and the record is not ignored.
+std::uint32_t wantedFlags(const DynFtrace &rec, bool enable) {
+  using namespace RecordFlag;
+  // Updating calls: a record with a ref count must be enabled. Disabling: disable all.
+  if (!enable || !rec.count())
+    return 0;
+  std::uint32_t flag = Enabled;
+  if (outOfStep(rec, Regs, RegsEn))
+    flag |= Regs;
+  if (outOfStep(rec, Tramp, TrampEn))
+    flag |= Tramp;
+  if (singleUserOutOfStep(rec, Direct, DirectEn))
+    flag |= Direct;
+  if (singleUserOutOfStep(rec, CallOps, CallOpsEn))
+    flag |= CallOps;
+  return flag;
+}
+
+void setFlag(DynFtrace &rec, std::uint32_t bit, bool on) {
+  if (on)
+    rec.flags |= bit;
+  else
+    rec.flags &= ~bit;
+}
+
+// The record is enabled, or switched between regs/non-regs/trampoline: bring the _EN flags of the
+// pairs in `changed` in line with what they want.
+void markEnabled(DynFtrace &rec, std::uint32_t changed) {
+  using namespace RecordFlag;
+  rec.flags |= Enabled | Touched;
+  if (changed & Regs)
+    setFlag(rec, RegsEn, rec.has(Regs));
+  if (changed & Tramp)
+    setFlag(rec, TrampEn, rec.has(Tramp));
+  // Keep track of anything that modifies the function.
+  if (rec.flags & (Direct | IpModify))
+    rec.flags |= Modified;
+  if (changed & Direct)
+    setFlag(rec, DirectEn, rec.count() == 1 && rec.has(Direct));
+  if (changed & CallOps)
+    setFlag(rec, CallOpsEn, rec.count() == 1 && rec.has(CallOps));
+}
+
+void markDisabled(DynFtrace &rec) {
+  using namespace RecordFlag;
+  if (!rec.count())
+    rec.flags &= NoClear; // no more users: clear all flags but the history ones
+  else
+    // Just disable the record, keeping the ops' wanted TRAMP and REGS; the _EN flags go.
+    rec.flags &= ~(Enabled | TrampEn | RegsEn | DirectEn | CallOpsEn);
+}
+
+} // namespace
+
 // A transcription of ftrace_check_record() (kernel/trace/ftrace.c). `flag` collects what the record
 // should be; comparing it with rec->flags & ENABLED decides the action, and the XOR trick records
 // which pairs are out of step.
 CheckResult checkRecord(DynFtrace &rec, bool enable, bool update) {
   using namespace RecordFlag;
-  std::uint32_t flag = 0;
-
   if (skipRecord(rec))
     return {UpdateAction::Ignore, BugType::Unknown};
-
-  // Updating calls: a record with a ref count must be enabled. Disabling: disable all.
-  if (enable && rec.count())
-    flag = Enabled;
-
-  // If the wanted and in-force flags of a pair disagree, do not ignore the record: add the pair's
-  // wanted bit so that the comparison with ENABLED fails.
-  if (flag) {
-    if (!rec.has(Regs) != !rec.has(RegsEn))
-      flag |= Regs;
-    if (!rec.has(Tramp) != !rec.has(TrampEn))
-      flag |= Tramp;
-    // Direct calls and call ops only apply to a record with exactly one user; with more the list
-    // function handles them, so an _EN left over must be cleared.
-    if (rec.count() == 1) {
-      if (!rec.has(Direct) != !rec.has(DirectEn))
-        flag |= Direct;
-    } else if (rec.has(DirectEn)) {
-      flag |= Direct;
-    }
-    if (rec.count() == 1) {
-      if (!rec.has(CallOps) != !rec.has(CallOpsEn))
-        flag |= CallOps;
-    } else if (rec.has(CallOpsEn)) {
-      flag |= CallOps;
-    }
-  }
-
+  std::uint32_t flag = wantedFlags(rec, enable);
   // Nothing changed: nothing to do.
   if ((rec.flags & Enabled) == flag)
     return {UpdateAction::Ignore, BugType::Unknown};
-
-  if (flag) {
-    // Remember whether the record is being enabled (ENABLED toggles) for the return value.
-    flag ^= rec.flags & Enabled;
-
-    if (update) {
-      rec.flags |= Enabled | Touched;
-      if (flag & Regs) {
-        if (rec.has(Regs))
-          rec.flags |= RegsEn;
-        else
-          rec.flags &= ~RegsEn;
-      }
-      if (flag & Tramp) {
-        if (rec.has(Tramp))
-          rec.flags |= TrampEn;
-        else
-          rec.flags &= ~TrampEn;
-      }
-      // Keep track of anything that modifies the function.
-      if (rec.flags & (Direct | IpModify))
-        rec.flags |= Modified;
-      if (flag & Direct) {
-        if (rec.count() == 1 && rec.has(Direct))
-          rec.flags |= DirectEn;
-        else
-          rec.flags &= ~DirectEn;
-      }
-      if (flag & CallOps) {
-        if (rec.count() == 1 && rec.has(CallOps))
-          rec.flags |= CallOpsEn;
-        else
-          rec.flags &= ~CallOpsEn;
-      }
-    }
-
-    // From a nop: MAKE_CALL. Otherwise switch between regs/non-regs/trampoline: MODIFY_CALL.
-    if (flag & Enabled)
-      return {UpdateAction::MakeCall, BugType::Call};
-    return {UpdateAction::ModifyCall, BugType::Update};
+  if (!flag) {
+    if (update)
+      markDisabled(rec);
+    return {UpdateAction::MakeNop, BugType::Nop};
   }
-
-  if (update) {
-    if (!rec.count())
-      rec.flags &= NoClear; // no more users: clear all flags but the history ones
-    else
-      // Just disable the record, keeping the ops' wanted TRAMP and REGS; the _EN flags go.
-      rec.flags &= ~(Enabled | TrampEn | RegsEn | DirectEn | CallOpsEn);
-  }
-  return {UpdateAction::MakeNop, BugType::Nop};
+  // Remember whether the record is being enabled (ENABLED toggles) for the return value.
+  flag ^= rec.flags & Enabled;
+  if (update)
+    markEnabled(rec, flag);
+  // From a nop: MAKE_CALL. Otherwise switch between regs/non-regs/trampoline: MODIFY_CALL.
+  if (flag & Enabled)
+    return {UpdateAction::MakeCall, BugType::Call};
+  return {UpdateAction::ModifyCall, BugType::Update};
 }
 
 } // namespace ftsim::model

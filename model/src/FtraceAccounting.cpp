@@ -40,36 +40,38 @@ FtraceOps *FtraceCore::findTrampOpsNew(const DynFtrace &rec) const {
   return nullptr;
 }
 
+// FTRACE_WARN_ON of ftrace_get_addr_new/_curr: ftrace dies and the site is given ftrace_caller.
+std::uint64_t FtraceCore::badTrampolineAccounting(const std::string &message) {
+  warn(message);
+  kill();
+  return config_.addresses.ftraceCaller;
+}
+
+std::uint64_t FtraceCore::sharedCaller(bool regs) const {
+  return regs ? config_.addresses.ftraceRegsCaller : config_.addresses.ftraceCaller;
+}
+
 // Trampolines take precedence over regs (ftrace_get_addr_new).
 std::uint64_t FtraceCore::addrNew(const DynFtrace &rec) {
-  if (rec.has(RecordFlag::Tramp)) {
-    FtraceOps *ops = findTrampOpsNew(rec);
-    if (!ops || !ops->trampoline) {
-      warn(fmt::format("Bad trampoline accounting at: {:#x} ({}) ({:x})", rec.ip,
-                       formatSymbolOffset(symbolize(rec.ip), rec.ip), rec.flags));
-      kill();
-      return config_.addresses.ftraceCaller;
-    }
-    return ops->trampoline;
-  }
-  return rec.has(RecordFlag::Regs) ? config_.addresses.ftraceRegsCaller
-                                   : config_.addresses.ftraceCaller;
+  if (!rec.has(RecordFlag::Tramp))
+    return sharedCaller(rec.has(RecordFlag::Regs));
+  FtraceOps *ops = findTrampOpsNew(rec);
+  if (!ops || !ops->trampoline)
+    return badTrampolineAccounting(
+        fmt::format("Bad trampoline accounting at: {:#x} ({}) ({:x})", rec.ip,
+                    formatSymbolOffset(symbolize(rec.ip), rec.ip), rec.flags));
+  return ops->trampoline;
 }
 
 // The _EN flags say what the site calls now (ftrace_get_addr_curr).
 std::uint64_t FtraceCore::addrCurr(const DynFtrace &rec) {
-  if (rec.has(RecordFlag::TrampEn)) {
-    FtraceOps *ops = findTrampOpsCurr(rec);
-    if (!ops) {
-      warn(fmt::format("Bad trampoline accounting at: {:#x} ({})", rec.ip,
-                       formatSymbolOffset(symbolize(rec.ip), rec.ip)));
-      kill();
-      return config_.addresses.ftraceCaller;
-    }
-    return ops->trampoline;
-  }
-  return rec.has(RecordFlag::RegsEn) ? config_.addresses.ftraceRegsCaller
-                                     : config_.addresses.ftraceCaller;
+  if (!rec.has(RecordFlag::TrampEn))
+    return sharedCaller(rec.has(RecordFlag::RegsEn));
+  FtraceOps *ops = findTrampOpsCurr(rec);
+  if (!ops)
+    return badTrampolineAccounting(fmt::format("Bad trampoline accounting at: {:#x} ({})", rec.ip,
+                                               formatSymbolOffset(symbolize(rec.ip), rec.ip)));
+  return ops->trampoline;
 }
 
 arch::Bytes FtraceCore::expectedSiteBytes(const DynFtrace &rec) {

@@ -161,51 +161,60 @@ void FtraceCore::shutdown(FtraceOps &ops, unsigned command) {
     return;
   }
 
-  if (command && ftraceEnabled_) {
-    // The trampoline logic looks the removed ops up by its old hashes.
-    ops.flags |= OpsFlag::Removing;
-    removedOps_ = &ops;
-    ops.oldHash = ops.funcHash;
-    runUpdateCode(command);
+  if (command && ftraceEnabled_)
+    updateCodeWithout(ops, command);
+  waitAndFreeTrampoline(ops);
+}
 
-    // With no ops left, every record must be back to its history flags.
-    if (opsList_.empty() && !disabled_) {
-      bool leftover = false;
-      records_.forEach([&](const DynFtrace &rec) {
-        if (rec.flags & ~RecordFlag::NoClear) {
-          warn(fmt::format("  {} flags:{:x}", formatSymbolOffset(symbolize(rec.ip), rec.ip),
-                           rec.flags));
-          leftover = true;
-        }
-      });
-      if (leftover)
-        kill(); // FTRACE_WARN_ON_ONCE
+// The code update of ftrace_shutdown(): the trampoline logic looks the removed ops up by its old
+// hashes.
+void FtraceCore::updateCodeWithout(FtraceOps &ops, unsigned command) {
+  ops.flags |= OpsFlag::Removing;
+  removedOps_ = &ops;
+  ops.oldHash = ops.funcHash;
+  runUpdateCode(command);
+  // With no ops left, every record must be back to its history flags.
+  if (opsList_.empty() && !disabled_)
+    checkRecordsCleared();
+  ops.oldHash = FtraceOpsHash{};
+  removedOps_ = nullptr;
+  ops.flags &= ~OpsFlag::Removing;
+}
+
+void FtraceCore::checkRecordsCleared() {
+  bool leftover = false;
+  records_.forEach([&](const DynFtrace &rec) {
+    if (rec.flags & ~RecordFlag::NoClear) {
+      warn(
+          fmt::format("  {} flags:{:x}", formatSymbolOffset(symbolize(rec.ip), rec.ip), rec.flags));
+      leftover = true;
     }
-    ops.oldHash = FtraceOpsHash{};
-    removedOps_ = nullptr;
-    ops.flags &= ~OpsFlag::Removing;
-  }
+  });
+  if (leftover)
+    kill(); // FTRACE_WARN_ON_ONCE
+}
 
-  // A dynamic ops may be freed by its owner as soon as this returns: every CPU must be out of the
-  // list function (synchronize_rcu_tasks_rude) and every task out of any trampoline that called it
-  // (synchronize_rcu_tasks; preemption is not a quiescent state). Done even when no code changed:
-  // 0e792b89e680 "ftrace: Fix use-after-free for dynamic ftrace_ops". The history of this wait is
-  // FtraceConfig::freePolicy (OpsTrampolines.h):
-  //
-  //   CPU 0 (unregister)                    CPU 1, task T
-  //                                         call dynamic_trampoline; save regs ... <preempted>
-  //   sites: call tramp -> nop (+ syncs)
-  //   schedule_on_each_cpu()                (CPU 1 runs another task: it "scheduled")
-  //   free(tramp)                           ... T resumes inside the freed trampoline
-  //
-  // Only synchronize_rcu_tasks() waits for T itself to leave (a voluntary switch, user, idle).
-  if (ops.has(OpsFlag::Dynamic)) {
-    if (config_.freePolicy.free != TrampolineFree::Immediate)
-      config_.port->scheduleOnEachCpu();
-    if (config_.freePolicy.free == TrampolineFree::RcuTasks)
-      config_.port->synchronizeRcuTasks();
-    freeTrampoline(ops);
-  }
+// A dynamic ops may be freed by its owner as soon as this returns: every CPU must be out of the
+// list function (synchronize_rcu_tasks_rude) and every task out of any trampoline that called it
+// (synchronize_rcu_tasks; preemption is not a quiescent state). Done even when no code changed:
+// 0e792b89e680 "ftrace: Fix use-after-free for dynamic ftrace_ops". The history of this wait is
+// FtraceConfig::freePolicy (OpsTrampolines.h):
+//
+//   CPU 0 (unregister)                    CPU 1, task T
+//                                         call dynamic_trampoline; save regs ... <preempted>
+//   sites: call tramp -> nop (+ syncs)
+//   schedule_on_each_cpu()                (CPU 1 runs another task: it "scheduled")
+//   free(tramp)                           ... T resumes inside the freed trampoline
+//
+// Only synchronize_rcu_tasks() waits for T itself to leave (a voluntary switch, user, idle).
+void FtraceCore::waitAndFreeTrampoline(FtraceOps &ops) {
+  if (!ops.has(OpsFlag::Dynamic))
+    return;
+  if (config_.freePolicy.free != TrampolineFree::Immediate)
+    config_.port->scheduleOnEachCpu();
+  if (config_.freePolicy.free == TrampolineFree::RcuTasks)
+    config_.port->synchronizeRcuTasks();
+  freeTrampoline(ops);
 }
 
 // ftrace_trampoline_free() -> arch_ftrace_trampoline_free(): only what ftrace allocated.

@@ -178,31 +178,58 @@ std::string TraceFs::readGraphHash(bool notrace) const {
 // --- files
 // -----------------------------------------------------------------------------------------
 
+unsigned long TraceFs::number(std::string_view file, std::string_view value) const {
+  const auto n = parseNumber(value);
+  if (!n)
+    invalid(file, value, "not a number");
+  return *n;
+}
+
+void TraceFs::writeFilter(std::string_view file, std::string_view value, bool append) {
+  const FilterFileKind kind =
+      file == "set_ftrace_notrace" ? FilterFileKind::Notrace : FilterFileKind::Filter;
+  TraceArray &array = file == "stack_trace_filter" ? stack_ : global_;
+  // The global filter also decides the graph ops' hash, whether or not the write succeeded.
+  const bool syncGraph = &array == &global_ && graphCallerEnabled_;
+  try {
+    array.write(kind, value, append);
+  } catch (const FtraceError &error) {
+    if (syncGraph)
+      syncGraphOps();
+    throw FtraceError(error.errnoValue(), fmt::format("{}: {}", file, error.what()));
+  }
+  if (syncGraph)
+    syncGraphOps();
+}
+
+void TraceFs::setProfiling(bool enable) {
+  if (enable == profileEnabled_)
+    return;
+  if (enable && currentTracer_ == "function_graph")
+    throw FtraceError(EBUSY, "tracefs: echo 1 > function_profile_enabled: the function_graph "
+                             "tracer holds the function graph hook (-EBUSY)");
+  if (enable)
+    profiler_.reset(); // ftrace_profile_init() resets the per-CPU stats
+  profileEnabled_ = enable;
+  updateGraphCaller();
+}
+
+// stack_trace_sysctl(): register_ftrace_function(&trace_ops) / unregister
+void TraceFs::setStackTracing(bool enable) {
+  if (enable == stackEnabled_)
+    return;
+  if (enable)
+    core_.registerFunction(stack_.ops());
+  else
+    core_.unregisterFunction(stack_.ops());
+  stackEnabled_ = enable;
+}
+
 void TraceFs::write(std::string_view file, std::string_view value, bool append) {
   if (file == "current_tracer")
     return setTracer(trimmed(value));
-  if (file == "set_ftrace_filter" || file == "set_ftrace_notrace") {
-    const FilterFileKind kind =
-        file == "set_ftrace_filter" ? FilterFileKind::Filter : FilterFileKind::Notrace;
-    try {
-      global_.write(kind, value, append);
-    } catch (const FtraceError &error) {
-      if (graphCallerEnabled_)
-        syncGraphOps();
-      throw FtraceError(error.errnoValue(), fmt::format("{}: {}", file, error.what()));
-    }
-    if (graphCallerEnabled_)
-      syncGraphOps();
-    return;
-  }
-  if (file == "stack_trace_filter") {
-    try {
-      stack_.write(FilterFileKind::Filter, value, append);
-    } catch (const FtraceError &error) {
-      throw FtraceError(error.errnoValue(), fmt::format("{}: {}", file, error.what()));
-    }
-    return;
-  }
+  if (file == "set_ftrace_filter" || file == "set_ftrace_notrace" || file == "stack_trace_filter")
+    return writeFilter(file, value, append);
   if (file == "set_graph_function" || file == "set_graph_notrace")
     return writeGraphHash(file == "set_graph_notrace", value, append);
   if (file == "trace") {
@@ -210,13 +237,9 @@ void TraceFs::write(std::string_view file, std::string_view value, bool append) 
       buffer_.reset(); // O_TRUNC: tracing_reset_online_cpus()
     return;
   }
-  if (file == "tracing_on") {
-    const auto on = parseNumber(value);
-    if (!on)
-      invalid(file, value, "not a number");
-    global_.setTracingOn(*on != 0); // rb_simple_write(): tracer_tracing_on/off
-    return;
-  }
+  if (file == "tracing_on")
+    return global_.setTracingOn(number(file, value) !=
+                                0); // rb_simple_write(): tracer_tracing_on/off
   if (file == "buffer_size_kb") {
     const auto kb = parseNumber(value);
     if (!kb || *kb == 0)
@@ -225,44 +248,12 @@ void TraceFs::write(std::string_view file, std::string_view value, bool append) 
     buffer_.resize(*kb * 1024 / 32);
     return;
   }
-  if (file == "function_profile_enabled") {
-    const auto on = parseNumber(value);
-    if (!on)
-      invalid(file, value, "not a number");
-    const bool enable = *on != 0;
-    if (enable == profileEnabled_)
-      return;
-    if (enable && currentTracer_ == "function_graph")
-      throw FtraceError(EBUSY, "tracefs: echo 1 > function_profile_enabled: the function_graph "
-                               "tracer holds the function graph hook (-EBUSY)");
-    if (enable)
-      profiler_.reset(); // ftrace_profile_init() resets the per-CPU stats
-    profileEnabled_ = enable;
-    updateGraphCaller();
-    return;
-  }
-  if (file == "stack_tracer_enabled" || file == "/proc/sys/kernel/stack_tracer_enabled") {
-    const auto on = parseNumber(value);
-    if (!on)
-      invalid(file, value, "not a number");
-    const bool enable = *on != 0;
-    if (enable == stackEnabled_)
-      return;
-    // stack_trace_sysctl(): register_ftrace_function(&trace_ops) / unregister
-    if (enable)
-      core_.registerFunction(stack_.ops());
-    else
-      core_.unregisterFunction(stack_.ops());
-    stackEnabled_ = enable;
-    return;
-  }
-  if (file == "stack_max_size") {
-    const auto size = parseNumber(value);
-    if (!size)
-      invalid(file, value, "not a number");
-    stackTracer_.setMaxSize(*size);
-    return;
-  }
+  if (file == "function_profile_enabled")
+    return setProfiling(number(file, value) != 0);
+  if (file == "stack_tracer_enabled" || file == "/proc/sys/kernel/stack_tracer_enabled")
+    return setStackTracing(number(file, value) != 0);
+  if (file == "stack_max_size")
+    return stackTracer_.setMaxSize(number(file, value));
   if (file == "available_tracers" || file == "available_filter_functions" ||
       file == "enabled_functions" || file == "stack_trace" || file.starts_with(kStatPrefix))
     throw FtraceError(EACCES, fmt::format("tracefs: echo '{}' > {}: read-only file (-EACCES)",

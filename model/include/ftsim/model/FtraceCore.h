@@ -234,6 +234,13 @@ private:
 
   // code update
   void freeTrampoline(FtraceOps &ops);
+  std::uint64_t badTrampolineAccounting(const std::string &message);
+  std::uint64_t sharedCaller(bool regs) const; // ftrace_regs_caller or ftrace_caller
+  // ftrace_shutdown()'s parts: the code update without the ops, the check that no record kept
+  // flags once no ops is left, and the wait before a dynamic ops' trampoline is freed.
+  void updateCodeWithout(FtraceOps &ops, unsigned command);
+  void checkRecordsCleared();
+  void waitAndFreeTrampoline(FtraceOps &ops);
   void runUpdateCode(unsigned command);
   void runModifyCode(FtraceOps &ops, unsigned command, const FtraceOpsHash &oldHash);
   void modifyAllCode(unsigned command);

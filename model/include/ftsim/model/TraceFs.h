@@ -65,6 +65,12 @@ public:
 private:
   [[noreturn]] void invalid(std::string_view file, std::string_view value,
                             std::string_view why) const;
+  // `value` as a decimal number; invalid() when it is not one.
+  unsigned long number(std::string_view file, std::string_view value) const;
+  // set_ftrace_filter, set_ftrace_notrace (the global trace array) and stack_trace_filter.
+  void writeFilter(std::string_view file, std::string_view value, bool append);
+  void setProfiling(bool enable);    // function_profile_enabled
+  void setStackTracing(bool enable); // stack_tracer_enabled
   void setTracer(std::string_view name);
   void stopTracer();
   void startTracer(const std::string &name);
