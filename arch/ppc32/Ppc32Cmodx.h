@@ -44,6 +44,7 @@ public:
 
   const std::vector<CmodxViolation> &violations() const { return violations_; }
   std::vector<std::string> findings() const override;
+  void setLive(bool live) override { live_ = live; }
 
   bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
     return inner_.readText(addr, out);
@@ -80,6 +81,7 @@ private:
   std::uint32_t wordAt(std::uint64_t addr, bool &ok);
 
   MachinePort &inner_;
+  bool live_ = true;
   std::uint64_t gracePeriods_ = 0;
   std::uint64_t syncs_ = 0;
   std::map<std::uint64_t, Written> written_;

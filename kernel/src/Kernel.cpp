@@ -32,6 +32,8 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   makePatcher();
   makeCore();
   bootFtrace();
+  if (rulePort_)
+    rulePort_->setLive(true); // from here on other CPUs run the text
   bindHypercalls();
   makeTraceFs();
 }

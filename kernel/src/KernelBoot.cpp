@@ -66,13 +66,24 @@ void Kernel::makePatcher() {
   // from the core's table of stubs.
   siteHooks_ =
       isa.makeSiteHooks({&image_, protocol_.get(), code.ftraceCaller, code.ftraceRegsCaller});
+  // The ISA's live-patching rule watches the protocol's writes; boot's are not live.
+  const arch::LivePatchingRule *rule = isa.livePatchingRule();
+  if (config_.livePatchingRule && rule) {
+    rulePort_ = rule->watch(*machine_);
+    rulePort_->setLive(false);
+  }
+  arch::MachinePort &port = rulePort_ ? *rulePort_ : static_cast<arch::MachinePort &>(*machine_);
   patcher_ = std::make_unique<model::ProtocolPatcher>(
-      *machine_, *protocol_, *siteHooks_,
+      port, *protocol_, *siteHooks_,
       [stubs = stubs_.get()](const model::TraceFunction &function) {
         return stubs->addressOf(function);
       },
       std::vector<std::uint64_t>{code.ftraceCall, code.ftraceRegsCall});
   finalizeModules();
+}
+
+std::vector<std::string> Kernel::livePatchingFindings() const {
+  return rulePort_ ? rulePort_->findings() : std::vector<std::string>{};
 }
 
 // The module loader's part (module_finalize_ftrace(); on powerpc mod->arch.tramp / tramp_regs as
@@ -91,7 +102,7 @@ void Kernel::makeCore() {
   const arch::TrampolineCode &code = trampolines_->code();
   model::FtraceConfig ftrace;
   ftrace.patcher = patcher_.get();
-  ftrace.port = machine_.get();
+  ftrace.port = rulePort_ ? static_cast<arch::MachinePort *>(rulePort_.get()) : machine_.get();
   ftrace.freePolicy = config_.freePolicy;
   if (config_.opsTrampolines)
     enableOpsTrampolines(ftrace);

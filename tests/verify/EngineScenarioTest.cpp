@@ -75,6 +75,8 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
       {"list-to-single-race-fixed", {"verified", ""}},
       {"int3-skips-call", {"violation", "transparency"}},
       {"int3-skips-call-fixed", {"verified", ""}},
+      {"ppc32-mflr-wrong-order", {"violation", "live-patching"}},
+      {"ppc32-mflr-wrong-order-fixed", {"verified", ""}},
   };
   // Every engine-level file in the corpus is one of these (ExploreTest's site-level sweep skips
   // them), so a new one cannot go untested.
@@ -164,6 +166,27 @@ TEST(EngineScenario, Int3SkipsCallFixedPassesItsStatedRuns) {
   EXPECT_EQ(r.verdict, Verdict::NoViolation);
   EXPECT_EQ(r.result.stats.executions, 40u);
   EXPECT_NE(r.coverage.find("40 pct runs (seed 1, depth 3)"), std::string::npos) << r.coverage;
+}
+
+// The ISA's live-patching rule on the simulated kernel: ppc32's two-instruction sites written in
+// the wrong order break CMODX (the bl before its mflr r0 slot); boot's ftrace_init_nop writes are
+// not live writes, and the right order passes its runs.
+TEST(EngineScenario, Ppc32MflrOrderIsJudgedByTheLivePatchingRule) {
+  for (const char *name : {"ppc32-mflr-wrong-order", "ppc32-mflr-wrong-order-fixed"}) {
+    SCOPED_TRACE(name);
+    const Scenario s = load(name);
+    KernelHarness harness(s, imagePath(s));
+    const CheckReport r = check(harness, exploreOptionsFor(s));
+    if (s.expectVerdict == "verified") {
+      EXPECT_EQ(r.verdict, Verdict::NoViolation) << formatViolation(r.minimised->violation);
+      continue;
+    }
+    ASSERT_EQ(r.verdict, Verdict::Violation);
+    EXPECT_EQ(r.minimised->violation.oracle, s.expectOracle);
+    EXPECT_NE(r.minimised->violation.message.find("bl written after a nopped mflr r0"),
+              std::string::npos)
+        << r.minimised->violation.message;
+  }
 }
 
 // --- Replay and Chrome trace of an engine-level counterexample

@@ -54,6 +54,10 @@ void KernelBackedHarness::annotateEvent(std::uint64_t index, const std::string &
   note += (note.empty() ? "" : "; ") + text;
 }
 
+std::vector<std::string> KernelBackedHarness::livePatchingFindings() const {
+  return kernel_->livePatchingFindings();
+}
+
 std::string KernelBackedHarness::symbol(std::uint64_t addr) const {
   return kernel_->symbolName(addr, true);
 }

@@ -111,6 +111,7 @@ void KernelHarness::boot() {
   config.machine.preemption = s.preemption;
   config.machine.quantum = 64;
   config.protocol = s.protocol;
+  config.livePatchingRule = true;
   config.opsTrampolines = s.engine.opsTrampolines;
   kernel_.reset(); // its ops list and callbacks point into the slots: drop it first
   slots_.clear();

@@ -50,6 +50,7 @@ void TrampolineHarness::setUp(bool withPatcher) {
   config.machine.storeModel = scenario_.store;
   config.machine.fetchModel = scenario_.fetch;
   config.protocol = scenario_.protocol;
+  config.livePatchingRule = true;
   config.opsTrampolines = !uaf;
   config.splitListFunction = uaf;
   config.freePolicy.free = model::parseTrampolineFree(spec.free);

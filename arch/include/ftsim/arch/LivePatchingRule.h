@@ -24,6 +24,9 @@ class RuleCheckedPort : public MachinePort {
 public:
   // One line per violation of the rule, with the words decoded.
   virtual std::vector<std::string> findings() const = 0;
+  // Whether other CPUs may execute the text now. A watch starts live; while it is not (boot:
+  // text_poke_early, nothing else runs), writes are forwarded but neither checked nor remembered.
+  virtual void setLive(bool live) = 0;
 };
 
 class LivePatchingRule {

@@ -16,6 +16,7 @@
 // and the tracefs the tracers fill.
 
 #include "ftsim/arch/Image.h"
+#include "ftsim/arch/LivePatchingRule.h"
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/arch/SiteHooks.h"
 #include "ftsim/arch/Trampolines.h"
@@ -56,6 +57,10 @@ struct KernelConfig {
   // where module_finalize_ftrace() puts mod->arch.tramp; `<name>_ftrace_tramp_regs` is
   // tramp_regs); the Kernel writes both long-branch stubs and registers them with the patcher.
   std::vector<std::string> modules;
+  // Watch the patch protocol's writes once the kernel is live (after ftrace_init's boot-time
+  // nops) with the ISA's live-patching rule (arch::LivePatchingRule, powerpc CMODX); its
+  // findings are livePatchingFindings().
+  bool livePatchingRule = false;
 
   static sim::MachineConfig defaultMachine() {
     sim::MachineConfig c;
@@ -132,6 +137,9 @@ public:
   arch::PatchProtocol &protocol() { return *protocol_; }
   const arch::TrampolineCode &trampolines() const { return trampolines_->code(); }
   const model::BootReport &bootReport() const { return boot_; }
+  // The findings of the ISA's live-patching rule over the protocol's live writes (with
+  // KernelConfig::livePatchingRule), one line each.
+  std::vector<std::string> livePatchingFindings() const;
   arch::SiteFlavour flavour() const { return flavour_; }
 
   // A task running workload_<name>(seed) on `cpu` ("sched", "mm", "fs", "boot", "mixed",
@@ -211,7 +219,8 @@ private:
   std::unique_ptr<sim::Machine> machine_;
   std::unique_ptr<arch::FtraceTrampolines> trampolines_;
   std::unique_ptr<arch::PatchProtocol> protocol_;
-  std::unique_ptr<arch::SiteHooks> siteHooks_; // the target's per-record arch code
+  std::unique_ptr<arch::SiteHooks> siteHooks_;      // the target's per-record arch code
+  std::unique_ptr<arch::RuleCheckedPort> rulePort_; // the ISA's live-patching rule, if watched
   std::unique_ptr<model::ArchPatcher> patcher_;
   std::unique_ptr<model::OpsTrampolineArch> opsTrampolineArch_;
   std::unique_ptr<model::FtraceCore> core_;

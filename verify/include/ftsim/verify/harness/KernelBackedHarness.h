@@ -31,10 +31,8 @@ public:
   std::uint64_t finalStateHash() const override;
   bool reductionSound() const override { return false; }
   bool cheapExecutions() const override { return false; }
-  // The simulated kernel routes boot-time writes (text_poke_early: nothing else runs) and live
-  // updates through one patcher port, and the ISA's rule has no notion of boot; the rule is
-  // applied to site scenarios and by `ftsim mutants` (verify/README.md, Limits).
-  std::vector<std::string> livePatchingFindings() const override { return {}; }
+  // The ISA's rule over the kernel's live writes (KernelConfig::livePatchingRule).
+  std::vector<std::string> livePatchingFindings() const override;
 
   // The kernel of the last execution.
   const ::ftsim::kernel::Kernel &kernel() const { return *kernel_; }
