@@ -17,6 +17,15 @@
 namespace ftsim::verify {
 namespace {
 
+// The real encoder cross-checked against the proven formula disagrees at one site and target.
+void encoderDisagrees(ProofResult &r, std::uint64_t site, std::uint64_t target,
+                      const arch::EncodeResult &got) {
+  r.holds = false;
+  r.counterexample = fmt::format("encoder disagrees with the proven formula at site {:#x} target "
+                                 "{:#x}: got {} ({})",
+                                 site, target, arch::hexBytes(got.bytes), got.error);
+}
+
 double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
@@ -98,10 +107,7 @@ ProofResult proveX86Rel32(const arch::Arch &arch) {
         static_cast<std::uint8_t>(rel >> 16), static_cast<std::uint8_t>(rel >> 24)};
     r.checks++;
     if (call.ok != shouldFit || (call.ok && call.bytes != want)) {
-      r.holds = false;
-      r.counterexample = fmt::format("encoder disagrees with the proven formula at site {:#x} "
-                                     "target {:#x}: got {} ({})",
-                                     sv, tv, arch::hexBytes(call.bytes), call.error);
+      encoderDisagrees(r, sv, tv, call);
       break;
     }
   }
@@ -149,10 +155,7 @@ ProofResult provePowerPcBranch(const arch::Arch &arch) {
       agree = word == (0x48000001u | (liWant << 2)) && arch.callTarget(sv, bl.bytes) == tv;
     }
     if (!agree) {
-      r.holds = false;
-      r.counterexample = fmt::format("encoder disagrees with the proven formula at site {:#x} "
-                                     "target {:#x}: got {} ({})",
-                                     sv, tv, arch::hexBytes(bl.bytes), bl.error);
+      encoderDisagrees(r, sv, tv, bl);
       break;
     }
   }
