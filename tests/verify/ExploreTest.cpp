@@ -254,6 +254,12 @@ TEST(Replay, ReproducesByteForByteAndRejectsEditedFiles) {
   edited.counterexample.choices.back() ^= 1;
   message = fatalMessage([&] { reproduce(instance, edited, "cex.json"); });
   EXPECT_EQ(message.rfind("cex.json: does not", 0), 0u) << message;
+  // An edited expectation is named, not "reproduced".
+  ReplayFile expectation = file;
+  expectation.counterexample.violation.bytes.push_back(0x90);
+  EXPECT_NE(
+      fatalMessage([&] { reproduce(instance, expectation, "cex.json"); }).find("expect.bytes"),
+      std::string::npos);
   // An edited hash, and files that are not replay files.
   ReplayFile hashed = file;
   hashed.counterexample.logHash ^= 1;
