@@ -3,7 +3,6 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
-#include <optional>
 
 namespace ftsim::model {
 
@@ -62,50 +61,19 @@ FilterGlob parseFilterRegex(std::string_view text) {
   return glob;
 }
 
-namespace {
-
-// The character at i, '\0' past the end (the C string view lib/glob.c has).
-unsigned char charAt(std::string_view s, std::size_t i) {
-  return i < s.size() ? static_cast<unsigned char>(s[i]) : '\0';
-}
-
-struct ClassMatch {
-  bool matches = false; // c is in the class (or not in an inverted one)
-  std::size_t next = 0; // the pattern position after the closing ']'
-};
-
-// The character class whose '[' ends just before pattern[p]; nullopt when it is malformed (no
-// closing ']'), and the '[' is an ordinary character.
-std::optional<ClassMatch> matchClass(std::string_view pattern, std::size_t p, unsigned char c) {
-  const bool inverted = charAt(pattern, p) == '!';
-  std::size_t cls = p + (inverted ? 1 : 0);
-  unsigned char a = charAt(pattern, cls++);
-  bool match = false;
-  // Each span is a single character or a range a-b; the first may be ']'.
-  do {
-    unsigned char b = a;
-    if (a == '\0')
-      return std::nullopt;
-    if (charAt(pattern, cls) == '-' && charAt(pattern, cls + 1) != ']') {
-      b = charAt(pattern, cls + 1);
-      if (b == '\0')
-        return std::nullopt;
-      cls += 2;
-    }
-    match |= (a <= c && c <= b);
-  } while ((a = charAt(pattern, cls++)) != ']');
-  return ClassMatch{match != inverted, cls};
-}
-
-} // namespace
-
 // lib/glob.c glob_match(), with the same backtracking to the last '*'.
 bool globMatch(std::string_view pattern, std::string_view str) {
   std::size_t p = 0, s = 0;
   std::size_t backPat = std::string_view::npos, backStr = 0;
+  auto pat = [&](std::size_t i) -> unsigned char {
+    return i < pattern.size() ? static_cast<unsigned char>(pattern[i]) : '\0';
+  };
+  auto chr = [&](std::size_t i) -> unsigned char {
+    return i < str.size() ? static_cast<unsigned char>(str[i]) : '\0';
+  };
   for (;;) {
-    unsigned char c = charAt(str, s++);
-    unsigned char d = charAt(pattern, p++);
+    unsigned char c = chr(s++);
+    unsigned char d = pat(p++);
     bool literal = false;
     bool backtrack = false;
     switch (d) {
@@ -114,21 +82,45 @@ bool globMatch(std::string_view pattern, std::string_view str) {
         return false;
       break;
     case '*':
-      if (charAt(pattern, p) == '\0') // trailing '*'
+      if (pat(p) == '\0') // trailing '*'
         return true;
       backPat = p;
       backStr = --s; // allow a zero-length match
       break;
-    case '[':
-      if (const auto cls = matchClass(pattern, p, c); !cls)
-        literal = true;
-      else if (!cls->matches)
+    case '[': {
+      const bool inverted = pat(p) == '!';
+      std::size_t cls = p + (inverted ? 1 : 0);
+      unsigned char a = pat(cls++);
+      bool match = false;
+      bool malformed = false;
+      // Each span is a single character or a range a-b; the first may be ']'.
+      do {
+        unsigned char b = a;
+        if (a == '\0') {
+          malformed = true;
+          break;
+        }
+        if (pat(cls) == '-' && pat(cls + 1) != ']') {
+          b = pat(cls + 1);
+          if (b == '\0') {
+            malformed = true;
+            break;
+          }
+          cls += 2;
+        }
+        match |= (a <= c && c <= b);
+      } while ((a = pat(cls++)) != ']');
+      if (malformed) {
+        literal = true; // the '[' is an ordinary character
+      } else if (match == inverted) {
         backtrack = true;
-      else
-        p = cls->next;
+      } else {
+        p = cls;
+      }
       break;
+    }
     case '\\':
-      d = charAt(pattern, p++);
+      d = pat(p++);
       literal = true;
       break;
     default:
