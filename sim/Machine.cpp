@@ -80,6 +80,8 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
   config.moduleSize = roundUp(config.moduleSize, kPage);
   config.stackSize = roundUp(config.stackSize, kPage);
   maxInsn = arch.maxInsnSize();
+  splitsFetchAtLines = config.fetchModel->splitsFetchAtLines();
+  othersReach = config.fetchModel->storeReach();
   state.cpus.resize(config.cpus);
   cpus.resize(config.cpus);
   for (unsigned i = 0; i < config.cpus; ++i) {

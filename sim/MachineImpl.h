@@ -151,6 +151,9 @@ struct Machine::Impl {
   MachineConfig config;
   unsigned maxInsn = 0;
   std::size_t contextSize = 0;
+  // The fetch model's answers, read once (stepKind asks at every step).
+  bool splitsFetchAtLines = false;
+  StoreReach othersReach = StoreReach::AtOnce;
 
   State state;
   std::vector<CpuRuntime> cpus; // sized once: hooks hold pointers into it

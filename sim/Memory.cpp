@@ -281,8 +281,7 @@ void Machine::Impl::applyStore() {
   TextRegion *r = textRange(addr, bytes.size());
   FTSIM_ASSERT(r);
   for (unsigned c = 0; c < config.cpus; ++c) {
-    const StoreReach reach =
-        c == config.patcherCpu ? StoreReach::AtOnce : config.fetchModel->storeReach();
+    const StoreReach reach = c == config.patcherCpu ? StoreReach::AtOnce : othersReach;
     switch (reach) {
     case StoreReach::AtOnce:
       storeIntoView(c, *r, addr, bytes);

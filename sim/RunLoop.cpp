@@ -56,7 +56,7 @@ EventKind Machine::Impl::stepKind(unsigned cpu) {
   // An instruction that may straddle two lines of watched text is fetched in two events when the
   // fetch model reads lines at their own instants (a "may", decided without decoding: a spurious
   // split only adds a harmless event).
-  if (config.fetchModel->splitsFetchAtLines() && pc % kLineSize > kLineSize - maxInsn &&
+  if (splitsFetchAtLines && pc % kLineSize > kLineSize - maxInsn &&
       (lineWatchedAt(pc) || lineWatchedAt(pc + maxInsn - 1)))
     return EventKind::FetchLine;
   if (config.quantum > 1 && !needsStep(cpu, pc))

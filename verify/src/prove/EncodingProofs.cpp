@@ -31,26 +31,26 @@ double since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-std::uint64_t evalBits(z3::expr e, const z3::expr &x, std::uint64_t xv, const z3::expr &y,
-                       std::uint64_t yv, unsigned bits) {
+// `e` with x := xv and y := yv (bit-vectors of `bits` bits), simplified.
+z3::expr evalAt(z3::expr e, const z3::expr &x, std::uint64_t xv, const z3::expr &y,
+                std::uint64_t yv, unsigned bits) {
   z3::context &c = e.ctx();
   z3::expr_vector from(c), to(c);
   from.push_back(x);
   from.push_back(y);
   to.push_back(c.bv_val(xv, bits));
   to.push_back(c.bv_val(yv, bits));
-  return e.substitute(from, to).simplify().get_numeral_uint64();
+  return e.substitute(from, to).simplify();
+}
+
+std::uint64_t evalBits(z3::expr e, const z3::expr &x, std::uint64_t xv, const z3::expr &y,
+                       std::uint64_t yv, unsigned bits) {
+  return evalAt(e, x, xv, y, yv, bits).get_numeral_uint64();
 }
 
 bool evalBool(z3::expr e, const z3::expr &x, std::uint64_t xv, const z3::expr &y, std::uint64_t yv,
               unsigned bits) {
-  z3::context &c = e.ctx();
-  z3::expr_vector from(c), to(c);
-  from.push_back(x);
-  from.push_back(y);
-  to.push_back(c.bv_val(xv, bits));
-  to.push_back(c.bv_val(yv, bits));
-  return e.substitute(from, to).simplify().is_true();
+  return evalAt(e, x, xv, y, yv, bits).is_true();
 }
 
 // When the negated property is satisfiable: record Z3's site and target as the counterexample.
