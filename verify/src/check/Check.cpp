@@ -13,29 +13,16 @@ namespace {
 
 std::string coverageText(const Harness &h, const ExploreOptions &o, const ExploreResult &r) {
   const ExploreStats &st = r.stats;
-  const Scenario &s = h.scenario();
+  const Explorer &explorer = explorerByName(o.explorer);
   if (!r.exhaustive)
-    return fmt::format("{} {} runs (seed {}{})", st.executions, o.explorer, o.seed,
-                       o.explorer == "pct" ? fmt::format(", depth {}", o.pctDepth) : std::string());
-  std::string bound;
-  if (o.explorer == "rr-bounded")
-    bound = fmt::format("{} <= {} around round robin",
-                        s.preemption ? "timer preemptions" : "delays (another enabled event)",
-                        o.preemptionBound);
-  else
-    bound = o.preemptionBound < 0 ? std::string("no preemption bound")
-                                  : fmt::format("at most {} preemptions", o.preemptionBound);
+    return fmt::format("{} {} runs ({})", st.executions, o.explorer, explorer.bounds(h, o));
   const std::string what = r.counterexample ? o.explorer + " search (stopped at the violation)"
                            : st.complete    ? o.explorer + " within bounds"
                                             : o.explorer + " search (budget ran out)";
-  return fmt::format(
-      "{}: {}; {}; at most {} events per execution ({} executions, {} cut at the "
-      "limit){}",
-      what, bound, h.describeSetup(), s.bounds.maxEvents, st.executions, st.eventLimitHits,
-      o.explorer != "exhaustive" ? ""
-      : !h.reductionSound() ? ", naive (no reduction: DPOR does not cover this kind's host state)"
-      : o.reduction         ? ", source-DPOR + sleep sets"
-                            : ", naive (no reduction)");
+  return fmt::format("{}: {}; {}; at most {} events per execution ({} executions, {} cut at the "
+                     "limit){}",
+                     what, explorer.bounds(h, o), h.describeSetup(), h.scenario().bounds.maxEvents,
+                     st.executions, st.eventLimitHits, explorer.method(h, o));
 }
 
 } // namespace

@@ -38,7 +38,7 @@ int exitStatus(Verdict verdict) {
 }
 
 Verdict verdictOf(const Coverage &c) {
-  if (c.cut || c.budgetExhausted || c.executions == 0 || (c.exhaustive && !c.complete))
+  if (c.cut || c.executions == 0 || (c.exhaustive && !c.complete))
     return Verdict::Incomplete;
   return c.exhaustive ? Verdict::Verified : Verdict::NoViolation;
 }
@@ -49,7 +49,7 @@ std::string incompleteReason(const Coverage &c, std::uint64_t budget, std::uint6
   std::string out;
   if (c.executions == 0)
     out = "no execution ran";
-  else if (c.budgetExhausted || (c.exhaustive && !c.complete))
+  else if (c.exhaustive && !c.complete)
     out = fmt::format("the execution budget ({}) ran out before the search completed", budget);
   if (c.cut)
     out += fmt::format("{}{} of {} executions were cut at max_events = {} before the scenario "

@@ -6,6 +6,8 @@
 
 #include "ftsim/arch/Error.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace ftsim::verify {
@@ -333,6 +335,15 @@ public:
   std::string_view name() const override { return "exhaustive"; }
   bool exhaustive() const override { return true; }
   void run(Exploration &x) const override { search(x); }
+  std::string bounds(const Harness &, const ExploreOptions &o) const override {
+    return o.preemptionBound < 0 ? std::string("no preemption bound")
+                                 : fmt::format("at most {} preemptions", o.preemptionBound);
+  }
+  std::string method(const Harness &h, const ExploreOptions &o) const override {
+    if (!h.reductionSound())
+      return ", naive (no reduction: DPOR does not cover this kind's host state)";
+    return o.reduction ? ", source-DPOR + sleep sets" : ", naive (no reduction)";
+  }
 };
 
 } // namespace

@@ -58,7 +58,6 @@ Coverage ExploreResult::coverage() const {
   c.complete = stats.complete;
   c.executions = stats.executions;
   c.cut = stats.eventLimitHits;
-  c.budgetExhausted = exhaustive && !stats.complete;
   return c;
 }
 

@@ -3,6 +3,8 @@
 #include "ExploreShared.h"
 #include "ftsim/verify/explore/Explore.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <random>
 
@@ -78,6 +80,9 @@ class PctExplorer final : public Explorer {
 public:
   std::string_view name() const override { return "pct"; }
   bool exhaustive() const override { return false; }
+  std::string bounds(const Harness &, const ExploreOptions &o) const override {
+    return fmt::format("seed {}, depth {}", o.seed, o.pctDepth);
+  }
   void run(Exploration &x) const override { randomised(x, true); }
 };
 
@@ -85,6 +90,9 @@ class RandomExplorer final : public Explorer {
 public:
   std::string_view name() const override { return "random"; }
   bool exhaustive() const override { return false; }
+  std::string bounds(const Harness &, const ExploreOptions &o) const override {
+    return fmt::format("seed {}", o.seed);
+  }
   void run(Exploration &x) const override { randomised(x, false); }
 };
 

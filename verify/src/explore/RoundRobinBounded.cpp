@@ -5,6 +5,8 @@
 
 #include "ftsim/arch/Error.h"
 
+#include <fmt/format.h>
+
 #include <map>
 
 namespace ftsim::verify {
@@ -76,6 +78,12 @@ class RoundRobinBounded final : public Explorer {
 public:
   std::string_view name() const override { return "rr-bounded"; }
   bool exhaustive() const override { return true; }
+  std::string bounds(const Harness &h, const ExploreOptions &o) const override {
+    return fmt::format("{} <= {} around round robin",
+                       h.scenario().preemption ? "timer preemptions"
+                                               : "delays (another enabled event)",
+                       o.preemptionBound);
+  }
   void run(Exploration &x) const override {
     const ExploreOptions &o = x.options();
     if (o.preemptionBound < 0)

@@ -101,9 +101,9 @@ class EngineInvariantOracle final : public Oracle {
 public:
   explicit EngineInvariantOracle(const KernelHarness &h) : h_(h) {}
   std::string_view name() const override { return "engine-invariant"; }
-  void check(const ExecutionView &x, std::vector<Violation> &out) const override {
+  void check(const ExecutionView &, std::vector<Violation> &out) const override {
     for (const KernelHarness::EngineCheck &c : h_.engineChecks()) {
-      Violation v = violationAt(x, "engine-invariant", c.event, c.message);
+      Violation v = violationAt("engine-invariant", c.event, c.message);
       v.cpus = {0};
       out.push_back(std::move(v));
     }
@@ -119,11 +119,11 @@ public:
   explicit OpsUseAfterFreeOracle(std::function<const Kernel &()> kernel)
       : kernel_(std::move(kernel)) {}
   std::string_view name() const override { return "trampoline-lifetime"; }
-  void check(const ExecutionView &x, std::vector<Violation> &out) const override {
+  void check(const ExecutionView &, std::vector<Violation> &out) const override {
     const Kernel &k = kernel_();
     for (const OpsUseAfterFree &u : k.opsUseAfterFree()) {
       Violation v = violationAt(
-          x, "trampoline-lifetime", u.event,
+          "trampoline-lifetime", u.event,
           fmt::format("ops-use-after-free: the list function walked ops '{}' freed at event {} "
                       "(ftrace_ops_list read at event {}) for {}",
                       u.ops, u.freedEvent, u.readEvent, k.symbolName(u.ip, false)));
@@ -159,7 +159,7 @@ public:
     const std::uint64_t events = x.machine.events().size();
     auto violation = [&](std::uint64_t event, unsigned cpu, int task, std::uint64_t ip,
                          std::string message) {
-      Violation v = violationAt(x, "trace-completeness", event, std::move(message));
+      Violation v = violationAt("trace-completeness", event, std::move(message));
       v.cpus = {cpu};
       v.task = task;
       v.pc = ip;

@@ -25,7 +25,7 @@ public:
         continue;
       if (!expected(sites[h.site].transition, h.trampoline)) {
         Violation v = violationAt(
-            x, "trace-completeness", h.event,
+            "trace-completeness", h.event,
             fmt::format("task{} reached trampoline {} from site{}, which is neither its old nor "
                         "its new target",
                         h.task, h.trampoline ? 'B' : 'A', h.site));
@@ -45,11 +45,10 @@ public:
         const unsigned seen = hits[{static_cast<int>(t), s}];
         if (sites[s].transition != Transition::CallToCall || seen == calls)
           continue;
-        Violation v =
-            violationAt(x, "trace-completeness", exitEvent(x.machine, static_cast<int>(t)),
-                        fmt::format("task{} called the function of site{} {} times "
-                                    "while it was traced throughout; the trace has {}",
-                                    t, s, calls, seen));
+        Violation v = violationAt("trace-completeness", exitEvent(x.machine, static_cast<int>(t)),
+                                  fmt::format("task{} called the function of site{} {} times "
+                                              "while it was traced throughout; the trace has {}",
+                                              t, s, calls, seen));
         v.cpus = {info.cpu};
         v.task = static_cast<int>(t);
         v.site = fmt::format("site{}", s);

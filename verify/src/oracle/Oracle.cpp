@@ -45,13 +45,11 @@ std::uint64_t exitEvent(const sim::Machine &m, int task) {
   return at;
 }
 
-Violation violationAt(const ExecutionView &x, std::string oracle, std::uint64_t event,
-                      std::string message) {
+Violation violationAt(std::string oracle, std::uint64_t event, std::string message) {
   Violation v;
   v.oracle = std::move(oracle);
   v.event = event;
   v.message = std::move(message);
-  (void)x; // the trail is attached to the counterexample that is reported (Timeline.h)
   return v;
 }
 
@@ -70,7 +68,7 @@ public:
 
 private:
   static Violation fromFinding(const ExecutionView &x, const sim::Finding &f) {
-    Violation v = violationAt(x, std::string(sim::findingKindName(f.kind)), f.event, f.message);
+    Violation v = violationAt(std::string(sim::findingKindName(f.kind)), f.event, f.message);
     v.cpus = {f.cpu};
     v.task = f.task;
     v.pc = f.pc;
@@ -105,7 +103,7 @@ public:
       if (info.state != sim::TaskState::Exited || info.result == reference[t])
         continue;
       Violation v =
-          violationAt(x, "transparency", exitEvent(x.machine, static_cast<int>(t)),
+          violationAt("transparency", exitEvent(x.machine, static_cast<int>(t)),
                       fmt::format("task{} ({}) returned {:#x}, the reference run returned {:#x}", t,
                                   info.name, info.result, reference[t]));
       v.cpus = {info.cpu};
@@ -123,7 +121,7 @@ public:
   bool appliesTo(const Harness &h) const override { return h.arch().livePatchingRule() != nullptr; }
   void check(const ExecutionView &x, std::vector<Violation> &out) const override {
     for (const std::string &finding : x.harness.livePatchingFindings()) {
-      Violation v = violationAt(x, "live-patching", lastEvent(x.machine), finding);
+      Violation v = violationAt("live-patching", lastEvent(x.machine), finding);
       v.cpus = {x.machine.config().patcherCpu};
       out.push_back(std::move(v));
     }

@@ -34,10 +34,10 @@ int exitStatus(Verdict verdict);
 // How much of the search space an exploration covered, and why it is not a proof when it is not.
 struct Coverage {
   bool exhaustive = false;      // the explorer enumerates a space (not sampling)
-  bool complete = false;        // exhaustive: every schedule within the bounds ran
+  bool complete = false;        // exhaustive: every schedule within the bounds ran (false: the
+                                // execution budget ran out first)
   std::uint64_t executions = 0; // executions run
   std::uint64_t cut = 0;        // executions cut at max_events before the scenario finished
-  bool budgetExhausted = false; // the execution budget or the time ran out first
 };
 
 // The verdict of a search that found no violation.

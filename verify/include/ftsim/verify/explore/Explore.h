@@ -130,6 +130,11 @@ public:
   // Whether it enumerates a bounded space (VERIFIED possible) rather than sampling it.
   virtual bool exhaustive() const = 0;
   virtual void run(Exploration &exploration) const = 0;
+  // For people: the bounds of a search with `options` on `harness` ("at most 1 preemptions",
+  // "timer preemptions <= 1 around round robin", "seed 1, depth 3").
+  virtual std::string bounds(const Harness &harness, const ExploreOptions &options) const = 0;
+  // How it searched, when that matters to the verdict (", source-DPOR + sleep sets").
+  virtual std::string method(const Harness &, const ExploreOptions &) const { return {}; }
 };
 
 // nullptr when unknown.

@@ -82,9 +82,9 @@ private:
 std::vector<Violation> checkExecution(const ExecutionView &execution, const OracleList &oracles);
 
 // The building blocks oracles share.
-// A violation at `event` with the trail of events that led to it.
-Violation violationAt(const ExecutionView &x, std::string oracle, std::uint64_t event,
-                      std::string message);
+// A violation of `oracle` observed at `event` (its trail is attached to the counterexample that
+// is reported, Timeline.h).
+Violation violationAt(std::string oracle, std::uint64_t event, std::string message);
 // The index of the last event of the execution (0 for an empty log).
 std::uint64_t lastEvent(const sim::Machine &machine);
 // The event at which task `task` exited, else the last event.
