@@ -91,7 +91,7 @@ TEST(Verdict, ProveSaysShownUnsafeForStrategiesMeantToFailAndExitsZero) {
   EXPECT_EQ(all.text.find("FAILED"), std::string::npos) << all.text;
   q.trampFree = "immediate"; // meant to fail: shown unsafe, no failure
   EXPECT_EQ(prove(q).verdict, Verdict::Verified);
-  // A proof that should hold and fails is the violation: the truncating bl encoder's range.
+  // A proof that should hold and fails is the violation: plain word stores over an x86 site.
   ProveRequest b;
   b.arch = "x86_64";
   b.protocol = "direct";
