@@ -1,11 +1,9 @@
 #include "ElfRelocatable.h"
 
+#include "ftsim/arch/InputFile.h"
+
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 namespace ftsim::arch {
 
@@ -50,15 +48,8 @@ int symbolRank(const ElfRelocatable::Symbol &s) {
 
 ElfRelocatable::ElfRelocatable(std::string path) : path_(std::move(path)) {
   initLibelf();
-  std::error_code ec;
-  if (std::filesystem::is_directory(path_, ec))
-    fail("is a directory, not an ELF object");
-  std::ifstream in(path_, std::ios::binary);
-  if (!in)
-    fail("cannot open: {}", std::strerror(errno));
-  bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad())
-    fail("read error: {}", std::strerror(errno));
+  const std::string content = readInputFile(path_, "ELF object", kMaxElfFileBytes);
+  bytes_.assign(content.begin(), content.end());
   checkHeader();
   readSections();
   readSymbols();

@@ -4,14 +4,13 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
+#include "ftsim/arch/InputFile.h"
 
 #include <gelf.h>
 #include <libelf.h>
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 namespace ftsim::arch {
@@ -22,13 +21,6 @@ constexpr std::uint64_t kMaxSegmentSize = 1ull << 30;
 struct ElfCloser {
   void operator()(Elf *e) const { elf_end(e); }
 };
-
-std::vector<char> readWholeFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fatal("{}: cannot open file", path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::uint64_t readWord(const Arch &arch, const std::uint8_t *p) {
   std::uint64_t v = 0;
@@ -43,14 +35,14 @@ std::uint64_t readWord(const Arch &arch, const std::uint8_t *p) {
 // The file in memory and libelf's view of it.
 struct ElfFile {
   std::string path;
-  std::vector<char> bytes;
+  std::string bytes;
   std::unique_ptr<Elf, ElfCloser> elf;
 };
 
 // The file as an ELF executable of a registered ISA (the image's arch).
 const Arch &openElf(ElfFile &f) {
   const std::string &path = f.path;
-  f.bytes = readWholeFile(path);
+  f.bytes = readInputFile(path, "ELF image", kMaxElfFileBytes);
   if (elf_version(EV_CURRENT) == EV_NONE)
     FTSIM_PANIC("libelf initialisation failed: {}", elf_errmsg(-1));
   if (f.bytes.size() < EI_NIDENT || std::memcmp(f.bytes.data(), ELFMAG, SELFMAG) != 0)
@@ -69,6 +61,59 @@ const Arch &openElf(ElfFile &f) {
   if (ehdr.e_type != ET_EXEC)
     fatal("{}: not a linked executable image (e_type {}); link objects first", path, ehdr.e_type);
   return *arch;
+}
+
+// The section header table and every section with bytes in the file lie inside the file, do not
+// overlap, and have resolvable names; the image has a symbol table. A shifted or truncated table
+// would otherwise read as garbage sections and boot an image with nothing in it.
+void checkSections(const ElfFile &f) {
+  const std::string &path = f.path;
+  GElf_Ehdr ehdr;
+  gelf_getehdr(f.elf.get(), &ehdr);
+  std::size_t shnum = 0, shstrndx = 0;
+  if (elf_getshdrnum(f.elf.get(), &shnum) != 0 || shnum == 0 || ehdr.e_shoff == 0)
+    fatal("{}: no section header table", path);
+  const bool is64 = gelf_getclass(f.elf.get()) == ELFCLASS64;
+  const std::uint64_t entry = is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+  const std::uint64_t header = is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+  if (ehdr.e_shentsize != entry)
+    fatal("{}: section header entries of {} bytes (expected {})", path, ehdr.e_shentsize, entry);
+  if (ehdr.e_shoff > f.bytes.size() || shnum > (f.bytes.size() - ehdr.e_shoff) / entry)
+    fatal("{}: section header table extends past the end of the file (truncated?)", path);
+  if (elf_getshdrstrndx(f.elf.get(), &shstrndx) != 0 || shstrndx == SHN_UNDEF || shstrndx >= shnum)
+    fatal("{}: no valid section name table", path);
+  struct Extent {
+    std::uint64_t begin, end;
+    std::size_t index;
+  };
+  std::vector<Extent> extents;
+  bool symtab = false;
+  for (std::size_t i = 1; i < shnum; ++i) {
+    Elf_Scn *scn = elf_getscn(f.elf.get(), i);
+    GElf_Shdr sh;
+    if (!scn || !gelf_getshdr(scn, &sh))
+      fatal("{}: section header {} is malformed ({})", path, i, elf_errmsg(-1));
+    if (!elf_strptr(f.elf.get(), shstrndx, sh.sh_name))
+      fatal("{}: section {} has a bad name offset", path, i);
+    if (sh.sh_link >= shnum)
+      fatal("{}: section {} links to section {} of {}", path, i, sh.sh_link, shnum);
+    symtab |= sh.sh_type == SHT_SYMTAB;
+    if (sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL || sh.sh_size == 0)
+      continue;
+    if (sh.sh_offset > f.bytes.size() || sh.sh_size > f.bytes.size() - sh.sh_offset)
+      fatal("{}: section {} extends past the end of the file (truncated?)", path, i);
+    if (sh.sh_offset < header)
+      fatal("{}: section {} overlaps the ELF header", path, i);
+    extents.push_back({sh.sh_offset, sh.sh_offset + sh.sh_size, i});
+  }
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent &a, const Extent &b) { return a.begin < b.begin; });
+  for (std::size_t i = 1; i < extents.size(); ++i)
+    if (extents[i - 1].end > extents[i].begin)
+      fatal("{}: sections {} and {} overlap in the file", path, extents[i - 1].index,
+            extents[i].index);
+  if (!symtab)
+    fatal("{}: no symbol table (a stripped image cannot be traced)", path);
 }
 
 // The PT_LOAD segments, sorted by address and not overlapping.
@@ -175,6 +220,10 @@ void loadMcountLocs(const std::string &path, Image &image) {
       image.mcountLocs.push_back(readWord(arch, seg->bytes.data() + (a - seg->addr)));
   } else if (start || stop) {
     fatal("{}: has only one of __start_mcount_loc / __stop_mcount_loc", path);
+  } else {
+    fatal("{}: no __mcount_loc table (__start_mcount_loc/__stop_mcount_loc): link the objects "
+          "with an mcount table as vmlinux.lds does",
+          path);
   }
 }
 
@@ -201,6 +250,7 @@ Image loadImage(const std::string &path) {
   Image image;
   image.arch = &openElf(f);
   image.name = path;
+  checkSections(f);
   loadSegments(f, image);
   loadSymbols(f, image);
   loadMcountLocs(path, image);

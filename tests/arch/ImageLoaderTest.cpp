@@ -83,3 +83,50 @@ TEST(ImageLoader, CorruptOrTruncatedImagesAreFatalErrorsNamingTheFile) {
   std::filesystem::remove(path);
   EXPECT_THROW(arch::loadImage("/nonexistent/kernel.elf"), FatalError);
 }
+
+namespace {
+
+// The image with the 8-byte little-endian field at `offset` of its ELF header set to `value`.
+std::vector<char> withField64(std::vector<char> bytes, std::size_t offset, std::uint64_t value) {
+  for (unsigned i = 0; i < 8; ++i)
+    bytes[offset + i] = static_cast<char>(value >> (8 * i));
+  return bytes;
+}
+
+std::string loadError(const std::string &path) {
+  try {
+    arch::loadImage(path);
+  } catch (const FatalError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+// A section header table past the end of the file, or shifted off its entries, used to read as
+// garbage sections and boot an empty kernel ("No functions to be traced?") with exit status 0.
+TEST(ImageLoader, AMovedSectionHeaderTableIsRejectedNotBootedEmpty) {
+  const std::vector<char> good =
+      readAll(std::string(FTSIM_GUEST_DIR) + "/x86_64-fentry/kernel.elf");
+  std::uint64_t shoff = 0;
+  for (unsigned i = 0; i < 8; ++i)
+    shoff |= static_cast<std::uint64_t>(static_cast<unsigned char>(good[0x28 + i])) << (8 * i);
+  ASSERT_GT(shoff, 0u);
+  const std::string path = std::filesystem::temp_directory_path() / "ftsim-image-shoff.elf";
+  for (const std::uint64_t moved : {std::uint64_t(good.size() + 64), std::uint64_t(good.size() - 8),
+                                    shoff + 8, shoff - 8, shoff + 24, shoff - 0x1000}) {
+    writeAll(path, withField64(good, 0x28, moved));
+    const std::string error = loadError(path);
+    EXPECT_NE(error.find(path), std::string::npos) << "e_shoff " << moved << ": " << error;
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(ImageLoader, OnlyRegularFilesAreRead) {
+  EXPECT_NE(loadError("/dev/zero").find("/dev/zero: is a device, not a regular file"),
+            std::string::npos)
+      << loadError("/dev/zero");
+  const std::string dir = std::filesystem::temp_directory_path();
+  EXPECT_NE(loadError(dir).find("is a directory"), std::string::npos);
+}

@@ -1,6 +1,7 @@
 // Replay files (nlohmann_json) and their byte-for-byte reproduction.
 
 #include "ftsim/verify/replay/Replay.h"
+#include "ftsim/arch/InputFile.h"
 
 #include "ftsim/verify/replay/Timeline.h"
 
@@ -10,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <sstream>
 
 namespace ftsim::verify {
 
@@ -121,12 +121,7 @@ ReplayFile parseReplay(const std::string &text, const std::string &origin) {
 }
 
 ReplayFile loadReplayFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fatal("{}: cannot open replay file", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseReplay(text.str(), path);
+  return parseReplay(readInputFile(path, "replay file", kMaxReplayFileBytes), path);
 }
 
 Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin) {

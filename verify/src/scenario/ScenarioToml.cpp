@@ -1,6 +1,7 @@
 // Scenario files: TOML (toml++), validated key by key so that a broken file is one line naming the
 // file and the problem.
 
+#include "ftsim/arch/InputFile.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
 #include "ftsim/arch/Error.h"
@@ -10,8 +11,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace ftsim::verify {
 
@@ -388,12 +387,7 @@ Scenario parseScenario(const std::string &text, const std::string &origin) {
 }
 
 Scenario loadScenarioFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fatal("{}: cannot open scenario file", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parseScenario(text.str(), path);
+  return parseScenario(readInputFile(path, "scenario file", kMaxScenarioFileBytes), path);
 }
 
 } // namespace ftsim::verify
