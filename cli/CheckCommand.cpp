@@ -25,12 +25,6 @@ struct CheckFlags {
   bool quiet = false;
 };
 
-template <typename T>
-void optionalFlag(CLI::App *cmd, const char *name, std::optional<T> &into, const char *help) {
-  cmd->add_option_function<T>(
-      name, [&into](const T &v) { into = v; }, help);
-}
-
 void progressLine(const verify::ExploreStats &st) {
   std::fprintf(stderr, "\rftsim check: %llu executions, %llu pruned, %llu states, %.0f s",
                static_cast<unsigned long long>(st.executions),
@@ -42,18 +36,25 @@ void progressLine(const verify::ExploreStats &st) {
 void run(const CheckFlags &f, CommandResult &result) {
   const verify::Scenario s = verify::buildCheckScenario(f.request);
   verify::ExploreOptions eo = verify::buildExploreOptions(s, f.request);
-  if (!f.quiet)
+  if (!f.cex.empty())
+    checkWritable(f.cex, "--cex");
+  if (!f.chrome.empty())
+    checkWritable(f.chrome, "--chrome");
+  if (showProgress(f.quiet))
     eo.progress = progressLine;
   auto harness = verify::makeHarness(s, harnessEnv());
   const verify::CheckReport r = verify::check(*harness, eo);
-  if (!f.quiet && r.result.stats.seconds >= 1.0)
+  if (showProgress(f.quiet) && r.result.stats.seconds >= 1.0)
     std::fprintf(stderr, "\n");
   std::string path;
   if (r.minimised) {
-    path = f.cex.empty() ? "ftsim-cex.json" : f.cex;
+    path = f.cex.empty() ? freshOutputPath("ftsim-cex", "--cex") : f.cex;
     verify::writeReplayFile(path, s, *r.minimised);
     if (!f.chrome.empty())
       writeTextFile(f.chrome, verify::chromeTrace(*harness, {r.minimised->violation}));
+  } else if (!f.chrome.empty()) {
+    std::fprintf(stderr, "ftsim: --chrome %s: no counterexample, nothing written\n",
+                 f.chrome.c_str());
   }
   fmt::print("{}", f.json ? verify::checkJson(*harness, eo, r, path)
                           : verify::formatCheck(*harness, r, path));
@@ -86,10 +87,13 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
   optionalFlag(cmd, "--transition", r.transition, "nop-to-call, call-to-nop or call-to-call");
   cmd->add_flag("--preemption", r.preemption, "two tasks per CPU and timer preemption");
   optionalFlag(cmd, "--max-executions", r.maxExecutions, "exhaustive: execution budget");
-  cmd->add_option("--cex", f->cex, "where to write the replay file (default ./ftsim-cex.json)");
+  cmd->add_option(
+      "--cex", f->cex,
+      "where to write the replay file (default: ftsim-cex.json in the working directory, or "
+      "ftsim-cex-N.json if that exists; never an existing file)");
   cmd->add_flag("--json", f->json, "machine-readable result on stdout (no times)");
   cmd->add_flag("--naive", r.naive, "exhaustive without reduction (to measure DPOR)");
-  cmd->add_flag("--quiet", f->quiet, "no progress on stderr");
+  cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
   optionalFlag(cmd, "--tramp-free", r.trampFree,
                "trampoline scenarios: when a dynamic ops' trampoline is freed: immediate, "
                "sched-sync, rcu-tasks");

@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ftsim::arch {
@@ -33,6 +35,16 @@ void addFlagsCommand(CLI::App &app, CommandResult &result);
 void addTraceCommand(CLI::App &app, CommandResult &result);
 void addFuzzCommand(CLI::App &app, CommandResult &result);
 
+// An option that sets `into` only when given (so "not given" and any value stay apart).
+template <typename T>
+void optionalFlag(CLI::App *cmd, const char *name, std::optional<T> &into, const char *help) {
+  cmd->add_option_function<T>(
+      name, [&into](const T &v) { into = v; }, help);
+}
+
+// Whether progress lines go to stderr: only to a terminal, and never with --quiet.
+bool showProgress(bool quiet);
+
 // The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or
 // the build tree's corpora/ directory this binary was built with.
 std::string guestDir();
@@ -43,6 +55,13 @@ std::string resolveImagePath(const std::string &arch, const std::string &image);
 // What a harness needs from the command line's environment: the scenario's guest image, resolved
 // as above.
 verify::HarnessEnv harnessEnv();
+// Refuses, before any work, an output path that could not be written: FatalError naming the flag
+// and the path when it is a directory or another non-regular file, is not writable, or lies in a
+// missing or unwritable directory.
+void checkWritable(const std::string &path, std::string_view flag);
+// The default output file of `flag` when the user gave none: `stem`.json in the working
+// directory, or `stem`-N.json for the first N that does not exist; never an existing file.
+std::string freshOutputPath(const std::string &stem, std::string_view flag);
 // Writes `text` to `path` (truncating); FatalError naming the path when it cannot.
 void writeTextFile(const std::string &path, const std::string &text);
 

@@ -9,13 +9,13 @@
 #include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/ImageBoot.h"
 #include "ftsim/sim/RandomScheduler.h"
+#include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/explore/Explore.h"
+#include "ftsim/verify/harness/SiteHarness.h"
 #include "ftsim/verify/oracle/Oracle.h"
 #include "ftsim/verify/prove/Proofs.h"
 #include "ftsim/verify/prove/ProtocolTrace.h"
 #include "ftsim/verify/scenario/Scenario.h"
-#include "ftsim/verify/check/Check.h"
-#include "ftsim/verify/harness/SiteHarness.h"
 
 #include <fmt/format.h>
 

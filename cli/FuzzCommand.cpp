@@ -33,10 +33,13 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     bool quiet = false;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("--seconds", o->seconds, "time budget (ignored with --runs)")
-      ->check(CLI::Range(0.0, 86400.0));
+  auto *seconds = cmd->add_option("--seconds", o->seconds, "time budget, 0.1-86400 (default 10)")
+                      ->check(CLI::Range(0.1, 86400.0));
   cmd->add_option("--seed", o->seed, "seed of the generated sequences and schedules");
-  cmd->add_option("--runs", o->runs, "exactly this many runs (the deterministic mode)");
+  cmd->add_option("--runs", o->runs,
+                  "exactly this many runs, 1-1000000000 (the deterministic mode)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1000000000}))
+      ->excludes(seconds);
   cmd->add_option("--arch", o->arch, fmt::format("{}", fmt::join(executableArchNames(), " or ")));
   cmd->add_option("--image", o->image, "guest image (flavour or path)");
   cmd->add_option("--max-steps", o->maxSteps, "engine operations per sequence (1-20)")
@@ -44,11 +47,16 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--protocol", o->protocol,
                   "patch protocol of every run (default: the ISA's correct one; a broken one, "
                   "e.g. direct, exercises the failure path)");
-  cmd->add_option("--cex", o->cex, "where to write the replay file (default ./ftsim-fuzz.json)");
+  cmd->add_option(
+      "--cex", o->cex,
+      "where to write the replay file (default: ftsim-fuzz.json in the working directory, or "
+      "ftsim-fuzz-N.json if that exists; never an existing file)");
   cmd->add_flag("--json", o->json, "machine-readable result on stdout (no times)");
-  cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
+  cmd->add_flag("--quiet", o->quiet, "no progress on stderr (shown only on a terminal)");
   cmd->callback([o, &result] {
     executableArch(o->arch);
+    if (!o->cex.empty())
+      checkWritable(o->cex, "--cex");
     verify::FuzzOptions f;
     f.arch = o->arch;
     f.image = o->image;
@@ -58,7 +66,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     f.seconds = o->seconds;
     f.maxSteps = o->maxSteps;
     f.protocol = o->protocol;
-    if (!o->quiet)
+    if (showProgress(o->quiet))
       f.progress = [](std::uint64_t runs, std::uint64_t events) {
         std::fprintf(stderr, "\rftsim fuzz: %llu runs, %llu events",
                      static_cast<unsigned long long>(runs),
@@ -66,11 +74,11 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
         std::fflush(stderr);
       };
     const verify::FuzzResult r = verify::fuzz(f);
-    if (!o->quiet)
+    if (showProgress(o->quiet))
       std::fprintf(stderr, "\n");
     std::string path;
     if (r.failing) {
-      path = o->cex.empty() ? "ftsim-fuzz.json" : o->cex;
+      path = o->cex.empty() ? freshOutputPath("ftsim-fuzz", "--cex") : o->cex;
       verify::writeReplayFile(path, *r.failing, *r.cex);
     }
     fmt::print("{}", o->json ? verify::fuzzJson(f, r, path) : verify::formatFuzz(f, r, path));

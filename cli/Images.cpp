@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 namespace ftsim::cli {
 
 std::string guestDir() {
@@ -71,6 +73,39 @@ verify::HarnessEnv harnessEnv() {
   verify::HarnessEnv env;
   env.imagePath = [](const verify::Scenario &s) { return resolveImagePath(s.arch, s.image); };
   return env;
+}
+
+bool showProgress(bool quiet) { return !quiet && ::isatty(STDERR_FILENO) == 1; }
+
+void checkWritable(const std::string &path, std::string_view flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_regular_file(st))
+      fatal("{} {}: exists and is not a regular file", flag, path);
+    if (::access(path.c_str(), W_OK) != 0)
+      fatal("{} {}: not writable", flag, path);
+    return;
+  }
+  const fs::path parent =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::is_directory(parent, ec))
+    fatal("{} {}: no such directory {}", flag, path, parent.string());
+  if (::access(parent.c_str(), W_OK) != 0)
+    fatal("{} {}: directory {} is not writable", flag, path, parent.string());
+}
+
+std::string freshOutputPath(const std::string &stem, std::string_view flag) {
+  std::error_code ec;
+  for (unsigned n = 0; n < 1000; ++n) {
+    const std::string name = n == 0 ? stem + ".json" : fmt::format("{}-{}.json", stem, n);
+    if (!std::filesystem::exists(std::filesystem::symlink_status(name, ec))) {
+      checkWritable(name, flag);
+      return name;
+    }
+  }
+  fatal("{}: {}.json and {}-1..999.json all exist; give {} FILE", flag, stem, stem, flag);
 }
 
 void writeTextFile(const std::string &path, const std::string &text) {

@@ -3,9 +3,11 @@
 #include "Commands.h"
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ftsim::cli {
 
@@ -19,6 +21,12 @@ void addProtocolsCommand(CLI::App &app, CommandResult &result) {
       archs = arch::executableArchs();
     else
       archs.push_back(&arch::archByName(*archName));
+    for (const arch::Arch *a : archs) {
+      if (arch::protocolsFor(*a).empty())
+        fatal("--arch {} has no patch protocols: ftsim handles {} statically (recordmcount, "
+              "encodings); the protocols are those of {}",
+              a->name(), a->name(), fmt::join(executableArchNames(), ", "));
+    }
     for (const arch::Arch *a : archs)
       for (const auto &p : arch::protocolsFor(*a))
         fmt::print("{:<7} {:<17} {}\n", a->name(), p.name,

@@ -10,13 +10,6 @@
 #include <fmt/format.h>
 
 namespace ftsim::cli {
-namespace {
-template <typename T>
-void optionalFlag(CLI::App *cmd, const char *name, std::optional<T> &into, const char *help) {
-  cmd->add_option_function<T>(
-      name, [&into](const T &v) { into = v; }, help);
-}
-} // namespace
 
 void addProveCommand(CLI::App &app, CommandResult &result) {
   auto *cmd = app.add_subcommand(

@@ -23,6 +23,8 @@ void addReplayCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("FILE", *path, "a replay file written by ftsim check or ftsim fuzz")->required();
   cmd->add_option("--chrome", *chrome, "also write the execution as Chrome trace-event JSON");
   cmd->callback([path, chrome, &result] {
+    if (!chrome->empty())
+      checkWritable(*chrome, "--chrome");
     const verify::ReplayFile file = verify::loadReplayFile(*path);
     auto harness = verify::makeHarness(file.scenario, harnessEnv());
     const verify::Reproduction r = verify::reproduce(*harness, file, *path);

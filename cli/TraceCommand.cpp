@@ -42,7 +42,7 @@ void runTrace(const TraceOptions &o, CommandResult &result) {
   const arch::Arch &isa = arch::archByName(o.arch);
   if (image.arch != &isa)
     fatal("--image {} is a {} image, not {}", image.name, image.arch->name(), isa.name());
-  config.protocol = o.protocol.empty() ? arch::protocolsFor(isa).front().name : o.protocol;
+  config.protocol = o.protocol;
   kernel::Kernel kernel(std::move(image), config);
   model::TraceFs &fs = kernel.tracefs();
   bool first = true;

@@ -26,6 +26,19 @@ int main(int argc, char **argv) {
   ftsim::cli::addFlagsCommand(app, result);
   ftsim::cli::addTraceCommand(app, result);
   ftsim::cli::addFuzzCommand(app, result);
+  // CLI11 reads an unsigned value with strtoull, which wraps "-3" to 2^64-3: every unsigned
+  // option of every command refuses a sign instead.
+  const CLI::Validator unsignedValue(
+      [](std::string &value) {
+        return value.find('-') == std::string::npos
+                   ? std::string()
+                   : "'" + value + "' is negative; expected a non-negative integer";
+      },
+      "", "unsigned");
+  for (CLI::App *sub : app.get_subcommands({}))
+    for (CLI::Option *option : sub->get_options())
+      if (option->get_type_name() == "UINT")
+        option->check(unsignedValue);
   std::string known;
   bool isCommand = false;
   for (const CLI::App *sub : app.get_subcommands({})) {

@@ -13,10 +13,12 @@ struct CommandRun {
   std::string out; // stdout and stderr together
 };
 
-// `ftsim ARGS` through the shell; its exit status and output.
-inline CommandRun runFtsim(const std::string &args) {
+// `ftsim ARGS` through the shell, in directory `cwd` when one is given, stopped after 60 s (a run
+// that would not end is a failure, not a hung test); its exit status and output.
+inline CommandRun runFtsim(const std::string &args, const std::string &cwd = "") {
   CommandRun r;
-  const std::string cmd = std::string(FTSIM_EXE) + " " + args + " 2>&1";
+  const std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "timeout 60 " +
+                          std::string(FTSIM_EXE) + " " + args + " 2>&1";
   FILE *pipe = popen(cmd.c_str(), "r");
   if (!pipe)
     return r;

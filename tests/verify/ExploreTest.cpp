@@ -103,6 +103,12 @@ TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {
        "an [engine] table belongs to code kind = \"kernel\""},
       {"arch = \"x86_64\"\nprotocol = \"int3\"\n[code]\nsite_offset = 3\ntask_cpus = [5]\n",
        "task_cpus names CPU 5"},
+      // A task sharing the patcher's CPU without preemption never overlaps it: one execution,
+      // "verified" having explored nothing.
+      {"arch = \"x86_64\"\nprotocol = \"int3\"\n[code]\ntask_cpus = [0]\n",
+       "task_cpus puts a task on CPU 0"},
+      {"arch = \"x86_64\"\nprotocol = \"int3\"\n[code]\ntask_cpus = []\n",
+       "'code.task_cpus' is empty"},
   };
   for (const auto &[text, expected] : cases) {
     const std::string message = fatalMessage([&] { parseScenario(text, "bad.toml"); });

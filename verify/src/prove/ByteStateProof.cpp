@@ -15,6 +15,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
+#include "ftsim/sim/Models.h"
 #include "ftsim/verify/prove/Proofs.h"
 #include "ftsim/verify/prove/ProtocolTrace.h"
 
@@ -97,12 +98,6 @@ std::string describeModelBytes(const arch::Arch &arch, const arch::Bytes &bytes,
 }
 
 } // namespace
-
-bool storeModelPossible(const arch::Arch &arch, sim::StoreModel store) {
-  // Power ISA v3.1 Book II 1.4 "Single-Copy Atomicity": an aligned word store is atomic, so
-  // splitting a powerpc instruction store into bytes describes no real machine.
-  return !(arch.insnAlignment() == 4 && store == sim::StoreModel::Byte);
-}
 
 std::string_view transitionName(SiteTransition t) {
   switch (t) {
@@ -291,7 +286,7 @@ ProofResult proveByteStatesEverywhere(const arch::Arch &arch, const std::string 
       for (auto store : {sim::StoreModel::Byte, sim::StoreModel::Word, sim::StoreModel::Line})
         for (const sim::FetchModel *fetch : sim::allFetchModels())
           for (unsigned offset = 0; offset < sim::kLineSize; offset += arch.insnAlignment()) {
-            if (!storeModelPossible(arch, store))
+            if (!sim::isRealStoreModel(arch, store))
               continue;
             ByteStateQuery q{protocol, store, fetch, transition, offset, sites};
             ProofResult r = prover.prove(arch, q);
@@ -310,7 +305,7 @@ ProofResult proveByteStatesEverywhere(const arch::Arch &arch, const std::string 
       fmt::format("byte-state safety of {} {}: {} configurations (offsets 0-63{}, store {}, fetch "
                   "{}, nop->call, call->nop, call->call, batches of 1 and 3 sites)",
                   arch.name(), protocol, queries, arch.insnAlignment() > 1 ? " in steps of 4" : "",
-                  storeModelPossible(arch, sim::StoreModel::Byte)
+                  sim::isRealStoreModel(arch, sim::StoreModel::Byte)
                       ? "byte/word/line"
                       : "word/line (byte splits are impossible for aligned powerpc words)",
                   sim::fetchModelNames("/"));

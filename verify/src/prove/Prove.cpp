@@ -5,6 +5,7 @@
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/sim/Models.h"
 #include "ftsim/verify/prove/Proofs.h"
 #include "ftsim/verify/prove/QuiescenceProof.h"
 
@@ -97,8 +98,15 @@ void byteStates(const ProveRequest &q, const arch::Arch &a, Report &report) {
                                       sim::StoreModel::Line};
   std::vector<const sim::FetchModel *> fetches(sim::allFetchModels().begin(),
                                                sim::allFetchModels().end());
-  if (q.store)
+  if (q.store) {
     stores = {sim::parseStoreModel(*q.store)};
+    if (!sim::isRealStoreModel(a, stores.front()))
+      fatal("--store {}: not a real {} store model (an aligned instruction word is stored "
+            "atomically)",
+            *q.store, a.name());
+  }
+  // Only the store models the ISA's machines have (sim::isRealStoreModel), as in the full sweep.
+  std::erase_if(stores, [&](sim::StoreModel m) { return !sim::isRealStoreModel(a, m); });
   if (q.fetch)
     fetches = {&sim::fetchModelByName(*q.fetch)};
   ByteStateProver prover; // one context and memo for the whole sweep

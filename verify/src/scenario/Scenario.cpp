@@ -130,7 +130,11 @@ void Scenario::validate(const std::string &origin) const {
     if (c >= cpus)
       bad(fmt::format("task_cpus names CPU {} but the machine has {} CPUs", c, cpus));
   if (resolvedTaskCpus().empty())
-    bad("no CPU runs a task (with 1 CPU, list task_cpus = [0])");
+    bad("no CPU runs a task (with 1 CPU, list task_cpus = [0] and set preemption = true)");
+  for (unsigned c : resolvedTaskCpus())
+    if (c == 0 && !preemption)
+      bad("task_cpus puts a task on CPU 0, the patcher's CPU: without preemption = true it never "
+          "runs while the patcher does, and there is nothing to explore");
   if (bounds.maxEvents < 1)
     bad("max_events must be positive");
   if (bounds.preemptions < -1)

@@ -262,6 +262,10 @@ void parseCode(const toml::table &code, const std::string &origin, Scenario &s) 
     const toml::array *arr = n->as_array();
     if (!arr)
       fatal("{}: 'code.task_cpus' must be an array of CPU numbers", origin);
+    if (arr->empty())
+      fatal("{}: 'code.task_cpus' is empty (leave it out to run a task on every CPU but the "
+            "patcher's)",
+            origin);
     for (const toml::node &e : *arr) {
       if (!e.is_integer() || *e.value<std::int64_t>() < 0 || *e.value<std::int64_t>() > 7)
         fatal("{}: 'code.task_cpus' must hold CPU numbers 0-7", origin);

@@ -38,7 +38,8 @@ namespace ftsim::kernel {
 
 struct KernelConfig {
   sim::MachineConfig machine = defaultMachine();
-  std::string protocol = "int3"; // arch::protocolsFor(): int3, int3-skip, int3-nosync, direct, ...
+  // arch::protocolsFor(): int3, int3-skip, ..., word, ...; empty: the image ISA's default.
+  std::string protocol;
   std::size_t bufferEntriesPerCpu = 16384;
   // The simulated clock: every machine event lasts this long (a 1 GHz CPU retiring one
   // instruction per cycle when events are instruction steps; a fast-mode Run counts as one).

@@ -27,7 +27,7 @@ StoreModel parseStoreModel(std::string_view name);
 // What the ISA's real machines do, from the target's facts (Arch::atomicInsnWords): the default
 // store model (x86 byte: the sound over-approximation; powerpc word: aligned word stores are
 // atomic), and whether a model exists on real machines of the ISA (powerpc has no byte stores
-// into text).
+// into text: Power ISA v3.1 Book II 1.4 "Single-Copy Atomicity", an aligned word store is atomic).
 StoreModel defaultStoreModel(const arch::Arch &arch);
 bool isRealStoreModel(const arch::Arch &arch, StoreModel model);
 
