@@ -11,6 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 
 namespace ftsim::verify {
@@ -279,6 +282,33 @@ TEST(Replay, ReproducesByteForByteAndRejectsEditedFiles) {
   wrongArch.replace(wrongArch.find("\"arch\": \"x86_64\""), 16, "\"arch\": \"ppc32\"");
   EXPECT_NE(fatalMessage([&] { parseReplay(wrongArch, "x.json"); }).find("disagree"),
             std::string::npos);
+}
+
+// An edited expectation used to be "reproduced" with exit 0 when the edit did not reach the
+// compared fields; the digests cover the whole file, and the refusal names the part.
+TEST(Replay, AFileEditedByHandIsRefusedNamingThePart) {
+  Scenario s = site("int3-late-vector", 2, 2);
+  SiteHarness instance(s);
+  ExploreResult r = explore(instance, {});
+  ASSERT_TRUE(r.counterexample);
+  const std::string json = replayToJson(s, *r.counterexample);
+  const nlohmann::json original = nlohmann::json::parse(json);
+  // Layout is not content: another indentation and key order still read.
+  EXPECT_NO_THROW(parseReplay(original.dump(), "cex.json"));
+  const std::pair<const char *, std::function<void(nlohmann::json &)>> edits[] = {
+      {"the expectation", [](nlohmann::json &j) { j["expect"]["decoded"] = "nop"; }},
+      {"the expectation", [](nlohmann::json &j) { j["expect"]["oracle"] = "deadlock"; }},
+      {"the schedule", [](nlohmann::json &j) { j["events"] = j["events"].get<int>() + 1; }},
+      {"the schedule", [](nlohmann::json &j) { j["choices"].push_back(0); }},
+      {"the scenario",
+       [](nlohmann::json &j) { j["scenario"] = j["scenario"].get<std::string>() + "\n# x\n"; }},
+  };
+  for (const auto &[part, edit] : edits) {
+    nlohmann::json j = original;
+    edit(j);
+    const std::string message = fatalMessage([&] { parseReplay(j.dump(2), "cex.json"); });
+    EXPECT_EQ(message.rfind(std::string("cex.json: ") + part + " was edited", 0), 0u) << message;
+  }
 }
 
 // --- Mutation score ------------------------------------------------------------------------------

@@ -14,10 +14,34 @@
 
 namespace ftsim::verify {
 
+namespace {
+
+// The parts of a replay file its digests cover, each as the fields it holds.
+struct Part {
+  const char *name;
+  std::vector<const char *> fields;
+};
+const Part kParts[] = {
+    {"scenario", {"arch", "protocol", "store", "fetch", "scenario"}},
+    {"schedule", {"choices", "preemptions", "events", "log_fnv1a"}},
+    {"expectation", {"expect"}},
+};
+
+// FNV-1a of the part's fields in a canonical form (sorted keys, compact), so the digest is that
+// of the values whatever the file's layout.
+std::uint64_t partDigest(const nlohmann::json &j, const Part &part) {
+  nlohmann::json canonical = nlohmann::json::array();
+  for (const char *field : part.fields)
+    canonical.push_back(j.contains(field) ? j.at(field) : nlohmann::json());
+  return fnv1a(canonical.dump());
+}
+
+} // namespace
+
 std::string replayToJson(const Scenario &scenario, const Counterexample &cex) {
   nlohmann::ordered_json j;
   j["format"] = "ftsim-replay";
-  j["version"] = 1;
+  j["version"] = 2;
   j["arch"] = scenario.arch;
   j["protocol"] = scenario.protocol;
   j["store"] = std::string(sim::storeModelName(scenario.store));
@@ -34,6 +58,11 @@ std::string replayToJson(const Scenario &scenario, const Counterexample &cex) {
   e["bytes"] = arch::hexBytes(cex.violation.bytes);
   e["decoded"] = cex.violation.decoded;
   j["expect"] = e;
+  const nlohmann::json plain = nlohmann::json::parse(j.dump());
+  nlohmann::ordered_json digests;
+  for (const Part &part : kParts)
+    digests[part.name] = fmt::format("{:#018x}", partDigest(plain, part));
+  j["digests"] = digests;
   return j.dump(2) + "\n";
 }
 
@@ -86,9 +115,10 @@ ReplayFile parseReplay(const std::string &text, const std::string &origin) {
   try {
     if (field(j, "format") != "ftsim-replay")
       fatal("{}: not a replay file (format is not \"ftsim-replay\")", origin);
-    if (field(j, "version") != 1)
-      fatal("{}: replay format version {} is not supported (1 is)", origin,
-            field(j, "version").dump());
+    if (field(j, "version") != 2)
+      fatal("{}: replay format version {} is not supported (2 is: the version with digests; "
+            "write the file again with ftsim check)",
+            origin, field(j, "version").dump());
     ReplayFile file;
     file.scenario = parseScenario(field(j, "scenario").get<std::string>(), origin + " (scenario)");
     const Scenario &s = file.scenario;
@@ -107,6 +137,15 @@ ReplayFile parseReplay(const std::string &text, const std::string &origin) {
         throw std::invalid_argument(hash);
     } catch (const std::exception &) {
       fatal("{}: log_fnv1a '{}' is not a hexadecimal hash", origin, hash);
+    }
+    // Every part as written: an edited file is refused before it runs, naming the part.
+    const nlohmann::json &digests = field(j, "digests");
+    for (const Part &part : kParts) {
+      const std::string written = field(digests, part.name).get<std::string>();
+      const std::string now = fmt::format("{:#018x}", partDigest(j, part));
+      if (written != now)
+        fatal("{}: the {} was edited after the file was written (digest {}, the file says {})",
+              origin, part.name, now, written);
     }
     const nlohmann::json &e = field(j, "expect");
     c.violation.oracle = field(e, "oracle").get<std::string>();

@@ -2,15 +2,18 @@
 // Replay files: a counterexample as JSON — the scenario (its TOML text, so the file stands
 // alone), the models, the decision sequence and the expected finding — and their reproduction.
 //
-//   {"format": "ftsim-replay", "version": 1, "scenario": "<toml>", "arch": "x86_64",
+//   {"format": "ftsim-replay", "version": 2, "scenario": "<toml>", "arch": "x86_64",
 //    "protocol": "direct", "store": "byte", "fetch": "stale", "choices": [2, 0, 1, ...],
 //    "preemptions": 1, "events": 6, "log_fnv1a": "0x...",
 //    "expect": {"oracle": "torn-fetch", "summary": "...", "event": 5, "bytes": "e8 1f 44 00 00",
-//               "decoded": "..."}}
+//               "decoded": "..."},
+//    "digests": {"scenario": "0x...", "schedule": "0x...", "expectation": "0x..."}}
 //
-// Reproducing runs the scenario under exactly those decisions; the execution's log must hash to
-// log_fnv1a and its first violation must equal the expected one. Anything else (an edited file,
-// another scenario, a different build of the guest) is a FatalError naming the file.
+// The digests (FNV-1a of each part's values in canonical JSON) cover the whole file: a file edited
+// by hand is refused when it is read, in one line naming the part that differs. Reproducing runs
+// the scenario under exactly those decisions; the execution's log must hash to log_fnv1a and its
+// first violation must equal the expected one. Anything else (another scenario, a different build
+// of the guest) is a FatalError naming the file.
 
 #include "ftsim/verify/explore/Explore.h"
 #include "ftsim/verify/scenario/Scenario.h"
