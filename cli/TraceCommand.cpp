@@ -29,6 +29,7 @@ struct TraceOptions {
   std::string workload = "mixed";
   std::string protocol; // "": the ISA's correct protocol (int3 on x86_64, word on ppc32)
   std::uint64_t seed = 1;
+  std::uint64_t maxEvents = 50'000'000;
   std::string image;
   bool profile = false;
   bool stack = false;
@@ -38,6 +39,7 @@ void runTrace(const TraceOptions &o, CommandResult &result) {
   kernel::KernelConfig config;
   config.machine.cpus = o.cpus;
   config.machine.quantum = 64;
+  config.machine.keepLog = false; // only the trace is read: memory stays bounded however long
   arch::Image image = arch::loadImage(resolveImagePath(o.arch, o.image));
   const arch::Arch &isa = arch::archByName(o.arch);
   if (image.arch != &isa)
@@ -69,7 +71,7 @@ void runTrace(const TraceOptions &o, CommandResult &result) {
   for (unsigned cpu = 0; cpu < o.cpus; ++cpu)
     kernel.addWorkload(o.workload, cpu, o.seed + cpu);
   sim::RandomScheduler scheduler(o.seed);
-  const sim::RunResult run = kernel.run(scheduler, 50'000'000);
+  const sim::RunResult run = kernel.run(scheduler, o.maxEvents);
   std::fputs(fs.read("trace").c_str(), stdout);
   if (o.profile)
     for (unsigned cpu = 0; cpu < o.cpus; ++cpu)
@@ -84,6 +86,11 @@ void runTrace(const TraceOptions &o, CommandResult &result) {
                stdout);
   for (const sim::Finding &finding : kernel.machine().findings())
     std::fprintf(stderr, "ftsim: %s\n", sim::formatFinding(finding).c_str());
+  if (run.status == sim::RunResult::Status::EventLimit)
+    std::fprintf(stderr,
+                 "ftsim: trace: the workloads did not finish within --max-events %llu events (a "
+                 "guest that runs away?); the trace above is what was recorded until then\n",
+                 static_cast<unsigned long long>(o.maxEvents));
   if (!kernel.machine().findings().empty() || run.status != sim::RunResult::Status::Completed)
     result.exitCode = 1;
 }
@@ -108,6 +115,9 @@ void addTraceCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--protocol", o->protocol,
                   "patch protocol (see ftsim protocols; default: the ISA's correct one)");
   cmd->add_option("--seed", o->seed, "seed of the random schedule and the workloads");
+  cmd->add_option("--max-events", o->maxEvents,
+                  "stop the run after this many machine events, 1-1000000000 (default 50000000)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
   cmd->add_option("--image", o->image, "built-in image name or linked ELF path");
   cmd->add_flag("--profile", o->profile, "also enable the function profiler (trace_stat)");
   cmd->add_flag("--stack", o->stack, "also enable the stack tracer (stack_trace)");

@@ -217,6 +217,7 @@ RunResult Machine::run(Scheduler &scheduler, std::uint64_t maxEvents) {
 }
 
 std::span<const EventRecord> Machine::events() const { return impl_->state.log; }
+std::uint64_t Machine::eventCount() const { return impl_->state.eventCount; }
 std::span<const Decision> Machine::schedule() const { return impl_->state.decisions; }
 std::span<const Finding> Machine::findings() const { return impl_->state.findings; }
 

@@ -86,7 +86,8 @@ struct CpuState {
 struct State {
   std::vector<CpuState> cpus;
   std::vector<TaskRecord> tasks;
-  std::vector<EventRecord> log;
+  std::vector<EventRecord> log; // empty unless config.keepLog
+  std::uint64_t eventCount = 0; // events executed or noted, recorded or not
   std::vector<Decision> decisions;
   std::vector<Finding> findings;
   std::vector<std::string> publishNames;
@@ -204,6 +205,7 @@ struct Machine::Impl {
   bool patcherHoldsCpu(unsigned cpu) const;
   std::size_t enabledEvents(EventChoice *out);
   EventKind stepKind(unsigned cpu);
+  void appendRecord(const EventRecord &rec); // counts it; records it when config.keepLog
   EventRecord beginRecord(EventKind kind, unsigned cpu);
   static void setRecordBytes(EventRecord &rec, const std::uint8_t *bytes, std::size_t n);
   void addFinding(FindingKind kind, const EventRecord &rec, std::uint64_t pc, std::uint64_t addr,

@@ -235,7 +235,7 @@ void Machine::synchronizeRcuTasks() {
   Impl &m = *impl_;
   if (!m.inPatcher())
     return;
-  m.patcher.graceStart = m.state.log.size();
+  m.patcher.graceStart = m.state.eventCount;
   m.patcher.state = PatcherState::WaitRcuTasks;
   m.yieldToMain();
 }

@@ -15,7 +15,8 @@ std::uint32_t Machine::Impl::decide(Scheduler &scheduler, const DecisionPoint &p
   std::uint32_t choice = scheduler.decide(self, point);
   if (choice >= point.options)
     FTSIM_PANIC("scheduler answered {} to a decision with {} options", choice, point.options);
-  state.decisions.push_back({point.kind, choice, point.options});
+  if (config.keepLog)
+    state.decisions.push_back({point.kind, choice, point.options});
   return choice;
 }
 
@@ -66,9 +67,15 @@ EventKind Machine::Impl::stepKind(unsigned cpu) {
 
 // --- Executing events ----------------------------------------------------------------------------
 
+void Machine::Impl::appendRecord(const EventRecord &rec) {
+  ++state.eventCount;
+  if (config.keepLog)
+    state.log.push_back(rec);
+}
+
 EventRecord Machine::Impl::beginRecord(EventKind kind, unsigned cpu) {
   EventRecord rec;
-  rec.index = state.log.size();
+  rec.index = state.eventCount;
   rec.kind = kind;
   rec.cpu = static_cast<std::uint8_t>(cpu);
   rec.task = static_cast<std::int16_t>(state.cpus[cpu].current);
@@ -185,19 +192,19 @@ void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
   case EventKind::Free:
     FTSIM_PANIC("{} is not a schedulable event", eventKindName(choice.kind));
   }
-  state.log.push_back(rec);
+  appendRecord(rec);
   if (choice.kind == EventKind::Store || choice.kind == EventKind::Publish)
     resumePatcher();
 }
 
 void Machine::Impl::logNote(EventKind kind, std::uint64_t addr, std::uint64_t size) {
   EventRecord rec;
-  rec.index = state.log.size();
+  rec.index = state.eventCount;
   rec.kind = kind;
   rec.cpu = static_cast<std::uint8_t>(config.patcherCpu);
   rec.storeAddr = addr;
   rec.detail = size;
-  state.log.push_back(rec);
+  appendRecord(rec);
 }
 
 RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
@@ -209,7 +216,7 @@ RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
     if (n == 0) {
       if (patcher.alive) {
         EventRecord rec;
-        rec.index = state.log.size();
+        rec.index = state.eventCount;
         rec.cpu = static_cast<std::uint8_t>(config.patcherCpu);
         addFinding(FindingKind::Deadlock, rec, 0, 0, {},
                    fmt::format("the patcher waits ({}) and no event can run",

@@ -78,13 +78,18 @@ void Kernel::makeTraceFs() {
   tracefs_ = std::make_unique<model::TraceFs>(*core_, std::move(env), config_.bufferEntriesPerCpu);
 }
 
+void Kernel::recordCallback(CallbackEvent event) {
+  if (config_.machine.keepLog) // what a verifier reads; a plain run keeps only the trace
+    callbacks_.push_back(std::move(event));
+}
+
 void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function,
                            const std::vector<model::FtraceOps *> *list) {
   const arch::CallbackArgs args = trampolines_->argsOf(cpu);
   std::unique_ptr<arch::GuestContext> regs;
   if (args.fullRegs)
     regs = trampolines_->ptRegs(cpu, args.regs);
-  callbacks_.push_back(
+  recordCallback(
       {now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs, function.describe()});
   model::CallSite site{
       args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};

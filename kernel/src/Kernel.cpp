@@ -40,7 +40,7 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
 
 Kernel::~Kernel() = default;
 
-std::uint64_t Kernel::now() const { return machine_->events().size(); }
+std::uint64_t Kernel::now() const { return machine_->eventCount(); }
 
 const Kernel::LoadedModule *Kernel::moduleAt(std::uint64_t addr) const {
   for (const auto &mod : modules_)

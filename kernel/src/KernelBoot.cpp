@@ -60,8 +60,8 @@ void Kernel::mapTrampolines(std::uint64_t base) {
 void Kernel::makePatcher() {
   const arch::Arch &isa = *image_.arch;
   const arch::TrampolineCode &code = trampolines_->code();
-  protocol_ = arch::makePatchProtocol(
-      isa, config_.protocol.empty() ? arch::defaultProtocol(isa) : config_.protocol);
+  protocol_ = arch::makePatchProtocol(isa, config_.protocol.empty() ? arch::defaultProtocol(isa)
+                                                                    : config_.protocol);
   // The target's SiteHooks: ftrace_init_nop for the image's call-site layout, calls through
   // module long-branch stubs, range errors. ftrace_call's target for each trace function comes
   // from the core's table of stubs.

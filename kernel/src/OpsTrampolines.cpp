@@ -69,8 +69,8 @@ void Kernel::opsTrampolineCallback(arch::GuestContext &cpu, model::FtraceOps &op
   const bool assist = ops.has(model::OpsFlag::Recursion) || ops.has(model::OpsFlag::Rcu);
   const model::TraceFunction function{
       assist ? model::TraceFunction::Kind::AssistFunc : model::TraceFunction::Kind::OpsFunc, &ops};
-  callbacks_.push_back({now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs,
-                        function.describe(), trampoline});
+  recordCallback({now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs,
+                  function.describe(), trampoline});
   model::CallSite site{
       args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
   current_ = &cpu;

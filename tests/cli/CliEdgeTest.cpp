@@ -2,6 +2,8 @@
 // flags that cannot apply, and output files nobody asked for. Each case was a crash, a run that
 // never ended, a silent default or a silently overwritten file before it became an error.
 
+#include "ftsim/arch/Image.h"
+
 #include "FtsimRun.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -110,4 +113,33 @@ TEST(CliEdges, CounterexamplesNeverOverwriteAnUnnamedFile) {
                      "--chrome");
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(quiet);
+}
+
+// A guest that never finishes (here workload_sched jumping back to its own traced entry forever)
+// ran for 35 s and grew to 6 GB: the machine recorded every event and the kernel every callback.
+// The run stops at --max-events, says so, and keeps no per-event record.
+TEST(CliEdges, ARunawayGuestStopsAtTheEventBudgetAndSaysSo) {
+  const std::string source = std::string(FTSIM_GUEST_DIR) + "/x86_64-fentry/kernel.elf";
+  const ftsim::arch::Image image = ftsim::arch::loadImage(source);
+  const ftsim::arch::ImageSymbol *fn = image.findSymbol("workload_sched");
+  ASSERT_NE(fn, nullptr);
+  std::vector<std::uint8_t> head(16);
+  ASSERT_TRUE(image.read(fn->addr, head));
+  std::string bytes = slurp(source);
+  const std::size_t at = bytes.find(std::string(head.begin(), head.end()));
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(std::string(head.begin(), head.end()), at + 1), std::string::npos);
+  bytes[at + 5] = '\xeb'; // after the fentry site: jmp back to it (rel8 -7)
+  bytes[at + 6] = '\xf9';
+  const auto dir = freshDir("runaway");
+  const auto path = dir / "runaway.elf";
+  std::ofstream(path, std::ios::binary) << bytes;
+  const CommandRun r = runFtsim("trace --arch x86_64 --cpus 2 --workload sched --max-events "
+                                "300000 --image " +
+                                path.string());
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("did not finish within --max-events 300000 events"), std::string::npos)
+      << r.out;
+  expectOneLineError("trace --arch x86_64 --max-events 0", "--max-events");
+  std::filesystem::remove_all(dir);
 }

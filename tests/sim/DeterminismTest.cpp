@@ -133,5 +133,30 @@ TEST(RoundRobin, EveryWorkerFinishesWithItsChecksum) {
                           [](const EventRecord &e) { return e.kind == EventKind::Preempt; }));
 }
 
+// Without a log the same run happens (same results, same number of events) and nothing per event
+// is kept: a run of any length stays bounded in memory.
+TEST(RoundRobin, WithoutALogTheRunIsTheSameAndOnlyCounted) {
+  auto runOnce = [](bool keepLog, std::uint64_t &count) {
+    X86Scenario s(4);
+    MachineConfig c = busyConfig(&fetchModelByName("atomic"));
+    c.keepLog = keepLog;
+    Machine m(arch::archByName("x86_64"), c);
+    buildBusy(m, s);
+    RoundRobinScheduler rr(/*preemptEvery=*/7);
+    EXPECT_EQ(m.run(rr).status, RunResult::Status::Completed);
+    count = m.eventCount();
+    std::vector<std::uint64_t> results;
+    for (int t = 0; t < 4; ++t)
+      results.push_back(m.task(t).result);
+    EXPECT_EQ(m.events().size(), keepLog ? count : 0u);
+    EXPECT_EQ(m.schedule().empty(), !keepLog);
+    return results;
+  };
+  std::uint64_t logged = 0, counted = 0;
+  EXPECT_EQ(runOnce(true, logged), runOnce(false, counted));
+  EXPECT_GT(logged, 100u);
+  EXPECT_EQ(logged, counted);
+}
+
 } // namespace
 } // namespace ftsim::sim

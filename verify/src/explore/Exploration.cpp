@@ -90,8 +90,8 @@ bool Exploration::finish(sim::Scheduler &scheduler, unsigned preemptions, bool c
   ExploreStats &s = result_.stats;
   ++s.executions;
   s.decisions += m.schedule().size();
-  s.events += m.events().size();
-  s.maxEvents = std::max<std::uint64_t>(s.maxEvents, m.events().size());
+  s.events += m.eventCount();
+  s.maxEvents = std::max<std::uint64_t>(s.maxEvents, m.eventCount());
   s.maxPreemptions = std::max(s.maxPreemptions, preemptions);
   if (run.status == sim::RunResult::Status::EventLimit && !cut)
     ++s.eventLimitHits;
@@ -152,7 +152,7 @@ ReplayedExecution replayChoices(Harness &harness, const std::vector<std::uint32_
                                   oracles.empty() ? oraclesFor(harness) : oracles);
   out.logHash = fnv1a(m.logText());
   out.preemptions = replay.preemptions();
-  out.events = m.events().size();
+  out.events = m.eventCount();
   return out;
 }
 

@@ -46,7 +46,7 @@ protected:
       return b;
     };
     std::uint32_t pick = best();
-    const std::uint64_t step = m.events().size();
+    const std::uint64_t step = m.eventCount();
     for (auto &[at, low] : changes_)
       if (at == step && low >= 0) {
         priority_[processOf(p.events[pick])] = low;
@@ -70,7 +70,7 @@ void randomised(Exploration &x, bool pct) {
   for (std::uint64_t r = 0; r < o.maxExecutions; ++r) {
     RandomisedScheduler sched(pct, rng, o.pctDepth, std::max<std::uint64_t>(k, 1));
     const sim::RunResult run = x.harness().runExecution(sched);
-    k = std::max<std::uint64_t>(k, x.harness().machine().events().size());
+    k = std::max<std::uint64_t>(k, x.harness().machine().eventCount());
     if (!x.finish(sched, sched.preemptions(), false, run))
       return;
   }

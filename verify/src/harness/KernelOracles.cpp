@@ -156,7 +156,7 @@ public:
     const auto &states = h_.states();
     const auto &slots = h_.slots();
     const bool finished = x.run.status == sim::RunResult::Status::Completed;
-    const std::uint64_t events = x.machine.events().size();
+    const std::uint64_t events = x.machine.eventCount();
     auto violation = [&](std::uint64_t event, unsigned cpu, int task, std::uint64_t ip,
                          std::string message) {
       Violation v = violationAt("trace-completeness", event, std::move(message));

@@ -151,7 +151,7 @@ void SiteHarness::recordHit(arch::GuestContext &ctx, unsigned which) {
   const arch::GuestAbi &abi = *arch_.guestAbi();
   const std::uint64_t ret = abi.returnAddress(abi, ctx);
   TraceHit hit;
-  hit.event = machine_->events().size();
+  hit.event = machine_->eventCount();
   hit.cpu = ctx.cpu();
   hit.task = ctx.task();
   hit.site = siteIndex(ret - arch_.siteSize());

@@ -158,6 +158,7 @@ public:
   // every site execution (so siteExecutions() sees all of them).
   void watchPatchSites();
 
+  // Every callback so far (empty when the machine keeps no log: MachineConfig::keepLog).
   const std::vector<CallbackEvent> &callbacks() const { return callbacks_; }
   // The ops' owner frees it (kfree after unregister_ftrace_function returned): from now on the
   // list function walking it is a use-after-free, reported in opsUseAfterFree().
@@ -167,6 +168,8 @@ public:
   const std::vector<OpsTrampoline> &opsTrampolines() const { return opsTrampolines_; }
   // The per-ops trampoline a site calls now, from its bytes (0: none).
   std::uint64_t siteTarget(std::uint64_t ip);
+  // Every site execution so far, from the machine's event log (empty when the machine keeps none:
+  // MachineConfig::keepLog).
   std::vector<SiteExecution> siteExecutions() const;
 
   std::uint64_t symbolAddress(std::string_view name) const;          // FatalError when unknown
@@ -193,6 +196,7 @@ private:
   // The C functions the trampolines call and what the tracers ask of the machine (Callbacks.cpp).
   void bindHypercalls();
   void makeTraceFs();
+  void recordCallback(CallbackEvent event);
   void traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function,
                      const std::vector<model::FtraceOps *> *list = nullptr);
   void listWalk(arch::GuestContext &cpu);

@@ -118,7 +118,8 @@ public:
 
   // --- Observing
   // ----------------------------------------------------------------------------------
-  std::span<const EventRecord> events() const;
+  std::span<const EventRecord> events() const; // empty unless MachineConfig::keepLog
+  std::uint64_t eventCount() const;            // events so far, recorded or not
   std::string logText() const; // every event (formatEvent) then every finding, one per line
   std::span<const Decision> schedule() const;
   std::span<const Finding> findings() const;

@@ -26,6 +26,10 @@ struct MachineConfig {
   std::uint64_t stackBase = 0;
   std::uint64_t stackSize = 16 << 10; // per task
   unsigned maxTasks = 64;
+  // true: every event and decision is recorded (events(), schedule(), logText()), as the explorers
+  // and replays need. false: events are only counted (eventCount()), so a long run's memory stays
+  // bounded whatever its length (ftsim trace runs tens of millions of events).
+  bool keepLog = true;
 };
 
 } // namespace ftsim::sim
