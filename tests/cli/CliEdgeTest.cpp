@@ -143,3 +143,15 @@ TEST(CliEdges, ARunawayGuestStopsAtTheEventBudgetAndSaysSo) {
   expectOneLineError("trace --arch x86_64 --max-events 0", "--max-events");
   std::filesystem::remove_all(dir);
 }
+
+// `mcount` on a -fpatchable-function-entry object printed nothing at all: its sites are in
+// __patchable_function_entries, and an object without any site says so.
+TEST(CliEdges, McountListsPatchableEntriesAndSaysWhenThereAreNoSites) {
+  const std::string dir = std::string(FTSIM_GUEST_DIR) + "/ppc32-pfe/";
+  const CommandRun pfe = runFtsim("mcount " + dir + "mm/swap.o");
+  EXPECT_EQ(pfe.status, 0) << pfe.out;
+  EXPECT_NE(pfe.out.find("&put_page + 0x0"), std::string::npos) << pfe.out;
+  const CommandRun none = runFtsim("mcount " + dir + "entry.o");
+  EXPECT_EQ(none.status, 0) << none.out;
+  EXPECT_NE(none.out.find("no profiling call sites"), std::string::npos) << none.out;
+}
