@@ -41,7 +41,7 @@ EncodeResult longBranchStub(std::uint64_t target);
 // bytes are not such a stub.
 std::optional<std::uint64_t> longBranchTarget(std::span<const std::uint8_t> bytes);
 
-// --- The module call site with a restore (SCENARIOS.md, ppc-module-tramp-toc) --------------------
+// --- The module call site with a restore (the ppc-module-tramp-toc scenario) ---------------------
 // ppc64 module code calls _mcount through a module stub that saves r2 (the TOC) and loads the
 // kernel's; the word after the `bl` is `ld r2,40(r1)`, the TOC restore. ppc32 has no TOC, so ftsim
 // models the site with r30 as the TOC-like register (the ppc32 -fPIC GOT pointer): the module stub
