@@ -34,8 +34,10 @@ void progressLine(const verify::ExploreStats &st) {
 }
 
 void run(const CheckFlags &f, CommandResult &result) {
-  const verify::Scenario s = verify::buildCheckScenario(f.request);
-  verify::ExploreOptions eo = verify::buildExploreOptions(s, f.request);
+  verify::CheckRequest request = f.request;
+  request.scenarioFile = resolveScenarioPath(request.scenarioFile);
+  const verify::Scenario s = verify::buildCheckScenario(request);
+  verify::ExploreOptions eo = verify::buildExploreOptions(s, request);
   if (!f.cex.empty())
     checkWritable(f.cex, "--cex");
   if (!f.chrome.empty())
@@ -69,7 +71,8 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                "verified, 1 violation, 2 bad input, 3 incomplete");
   auto f = std::make_shared<CheckFlags>();
   verify::CheckRequest &r = f->request;
-  cmd->add_option("--scenario", r.scenarioFile, "a scenario file (corpora/scenarios/*.toml)");
+  cmd->add_option("--scenario", r.scenarioFile,
+                  "a scenario file, or the name of one shipped with ftsim (corpora/scenarios)");
   optionalFlag(cmd, "--arch", r.arch, "x86_64 or ppc32 (default x86_64)");
   optionalFlag(cmd, "--protocol", r.protocol, "a patch protocol (ftsim protocols)");
   optionalFlag(cmd, "--cpus", r.cpus, "CPUs (1-8); the patcher runs on CPU 0");

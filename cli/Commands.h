@@ -45,9 +45,16 @@ void optionalFlag(CLI::App *cmd, const char *name, std::optional<T> &into, const
 // Whether progress lines go to stderr: only to a terminal, and never with --quiet.
 bool showProgress(bool quiet);
 
-// The directory holding the built-in guest images (corpora/ build output): $FTSIM_GUEST_DIR, or
-// the build tree's corpora/ directory this binary was built with.
+// The directory holding the built-in guest images (<flavour>/kernel.elf): $FTSIM_GUEST_DIR;
+// else, for the ftsim of a build tree, that tree's corpora/ output; else (an installed ftsim)
+// ../share/ftsim/guest relative to the executable.
 std::string guestDir();
+// The scenarios shipped with ftsim: corpora/scenarios of the source tree for the ftsim of a build
+// tree, ../share/ftsim/scenarios relative to an installed executable.
+std::string scenarioDir();
+// Resolves --scenario: a path as given; a bare NAME or NAME.toml that is not a file here names a
+// scenario in scenarioDir().
+std::string resolveScenarioPath(const std::string &file);
 // Resolves --image: a built-in flavour name (the registry's Arch::guestFlavours: x86_64-fentry,
 // x86_64-mcount, ppc32-mcount, ppc32-pfe) or a path to a linked ELF image. Empty `image` selects
 // the architecture's default flavour.

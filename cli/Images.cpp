@@ -16,10 +16,50 @@
 
 namespace ftsim::cli {
 
+namespace {
+
+// The directory of the running executable (/proc/self/exe), empty when it cannot be read.
+std::filesystem::path executableDir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+// True when this is the ftsim of a build tree (cli/ of the tree it was built in), whose data is
+// the tree's own; false for an installed (or copied) ftsim, which never reads a build tree.
+bool inBuildTree() {
+  const std::filesystem::path dir = executableDir();
+  if (dir.empty())
+    return true;
+  std::error_code ec;
+  return std::filesystem::equivalent(dir, FTSIM_BUILD_EXE_DIR, ec);
+}
+
+// An installed ftsim's data: <bindir>/<FTSIM_INSTALL_DATA_REL>, e.g. /usr/bin/../share/ftsim.
+std::string installedDataDir() {
+  return (executableDir() / FTSIM_INSTALL_DATA_REL).lexically_normal().string();
+}
+
+} // namespace
+
 std::string guestDir() {
   if (const char *env = std::getenv("FTSIM_GUEST_DIR"); env && *env)
     return env;
-  return FTSIM_DEFAULT_GUEST_DIR;
+  return inBuildTree() ? FTSIM_DEFAULT_GUEST_DIR : installedDataDir() + "/guest";
+}
+
+std::string scenarioDir() {
+  return inBuildTree() ? FTSIM_SOURCE_SCENARIO_DIR : installedDataDir() + "/scenarios";
+}
+
+std::string resolveScenarioPath(const std::string &file) {
+  if (file.empty() || file.find('/') != std::string::npos || std::filesystem::exists(file))
+    return file;
+  for (const std::string &candidate :
+       {scenarioDir() + "/" + file, scenarioDir() + "/" + file + ".toml"})
+    if (std::filesystem::is_regular_file(candidate))
+      return candidate;
+  return file;
 }
 
 std::vector<std::string> executableArchNames() {
@@ -59,8 +99,9 @@ std::string resolveImagePath(const std::string &arch, const std::string &image) 
       fatal("--image {} is a built-in image for another architecture than --arch {}", name, arch);
     const std::string path = guestDir() + "/" + name + "/kernel.elf";
     if (!std::filesystem::exists(path))
-      fatal("built-in image {} not found at {} (build the corpora first: scripts/setup)", name,
-            path);
+      fatal("built-in image {} not found at {} ({})", name, path,
+            inBuildTree() ? "build the corpora first: scripts/setup"
+                          : "reinstall ftsim, or set FTSIM_GUEST_DIR to a directory of images");
     return path;
   }
   if (!std::filesystem::exists(name))

@@ -111,3 +111,17 @@ TEST(Cli, ProveExitsZeroWhenAllHoldAndOneWithACounterexample) {
   EXPECT_EQ(bad.status, 1) << bad.out;
   EXPECT_NE(bad.out.find("counterexample: a CPU executing the site"), std::string::npos);
 }
+
+TEST(Cli, CheckFindsAShippedScenarioByName) {
+  // A bare name (with or without .toml) that is no file here names one of corpora/scenarios.
+  for (const char *name :
+       {"tramp-free-sched-sync-nopreempt", "tramp-free-sched-sync-nopreempt.toml"}) {
+    const CommandRun r = runFtsim(std::string("check --quiet --scenario ") + name);
+    EXPECT_EQ(r.status, 0) << name << "\n" << r.out;
+    EXPECT_NE(r.out.find("VERIFIED"), std::string::npos) << r.out;
+  }
+  const CommandRun unknown = runFtsim("check --quiet --scenario no-such-scenario");
+  EXPECT_EQ(unknown.status, 2) << unknown.out;
+  EXPECT_EQ(lines(unknown.out), 1u) << unknown.out;
+  EXPECT_NE(unknown.out.find("no-such-scenario"), std::string::npos) << unknown.out;
+}
