@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 namespace ftsim::cli {
 
 void addMcountCommand(CLI::App &app, CommandResult &result) {

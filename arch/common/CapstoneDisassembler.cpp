@@ -4,8 +4,8 @@
 
 namespace ftsim::arch {
 
-CapstoneDisassembler::CapstoneDisassembler(cs_arch archId, int mode, bool attSyntax) {
-  if (cs_open(archId, static_cast<cs_mode>(mode), &handle_) != CS_ERR_OK)
+CapstoneDisassembler::CapstoneDisassembler(cs_arch archId, cs_mode mode, bool attSyntax) {
+  if (cs_open(archId, mode, &handle_) != CS_ERR_OK)
     FTSIM_PANIC("cs_open failed for Capstone arch {}", static_cast<int>(archId));
   if (attSyntax)
     cs_option(handle_, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);

@@ -12,7 +12,7 @@ namespace ftsim::arch {
 
 class CapstoneDisassembler {
 public:
-  CapstoneDisassembler(cs_arch archId, int mode, bool attSyntax);
+  CapstoneDisassembler(cs_arch archId, cs_mode mode, bool attSyntax);
   ~CapstoneDisassembler();
   CapstoneDisassembler(const CapstoneDisassembler &) = delete;
   CapstoneDisassembler &operator=(const CapstoneDisassembler &) = delete;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <exception>
 #include <fstream>
 #include <sstream>
 
