@@ -11,8 +11,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
-#include <vector>
 #include <sys/wait.h>
+#include <vector>
 
 namespace {
 
