@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <exception>
+#include <memory>
+
 namespace ftsim::cli {
 
 void addFlagsCommand(CLI::App &app, CommandResult &result) {

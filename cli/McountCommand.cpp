@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 namespace ftsim::cli {
 
 void addMcountCommand(CLI::App &app, CommandResult &result) {

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 namespace ftsim::cli {
 
 void addProveCommand(CLI::App &app, CommandResult &result) {

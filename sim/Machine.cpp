@@ -6,6 +6,7 @@
 #include "MachineImpl.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/sim/UnicornEngine.h"
 
 #include <fmt/format.h>
 
@@ -88,8 +89,8 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
     CpuRuntime &cpu = cpus[i];
     cpu.machine = this;
     cpu.index = i;
-    check(uc_open(static_cast<uc_arch>(arch.unicornArch()),
-                  static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
+    check(openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
+                      static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
           "uc_open");
     check(uc_context_alloc(cpu.uc, &cpu.scratch), "uc_context_alloc");
     uc_hook h;

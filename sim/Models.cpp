@@ -2,6 +2,8 @@
 
 #include "ftsim/arch/Error.h"
 
+#include <algorithm>
+
 namespace ftsim::sim {
 
 std::string_view storeModelName(StoreModel model) {

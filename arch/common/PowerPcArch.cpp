@@ -26,7 +26,7 @@ struct PowerPcVariant {
   std::uint32_t callReloc; // the bl _mcount relocation
   std::uint32_t wordReloc; // __mcount_loc entries
   bool executable;
-  int capstoneMode;
+  cs_mode capstoneMode; // CS_MODE_BIG_ENDIAN is bit 31 in Capstone 5: not an int
   int unicornMode;
 };
 
@@ -37,7 +37,7 @@ constexpr PowerPcVariant kPpc32{"ppc32",
                                 R_PPC_REL24,
                                 R_PPC_ADDR32,
                                 true,
-                                CS_MODE_32 | CS_MODE_BIG_ENDIAN,
+                                static_cast<cs_mode>(CS_MODE_32 | CS_MODE_BIG_ENDIAN),
                                 UC_MODE_PPC32 | UC_MODE_BIG_ENDIAN};
 constexpr PowerPcVariant kPpc64{"ppc64",
                                 64,
@@ -46,7 +46,7 @@ constexpr PowerPcVariant kPpc64{"ppc64",
                                 R_PPC64_REL24,
                                 R_PPC64_ADDR64,
                                 false,
-                                CS_MODE_64 | CS_MODE_BIG_ENDIAN,
+                                static_cast<cs_mode>(CS_MODE_64 | CS_MODE_BIG_ENDIAN),
                                 UC_MODE_PPC64 | UC_MODE_BIG_ENDIAN};
 
 // What a width contributes beyond encodings: ppc32 runs on the machine, ppc64 is static only.

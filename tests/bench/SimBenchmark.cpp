@@ -8,6 +8,7 @@
 
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
+#include "ftsim/sim/UnicornEngine.h"
 
 #include <benchmark/benchmark.h>
 #include <unicorn/unicorn.h>
@@ -63,7 +64,7 @@ std::vector<std::uint8_t> guestText() {
 double rawStepRate() {
   static const double rate = [] {
     uc_engine *uc = nullptr;
-    uc_open(UC_ARCH_X86, UC_MODE_64, &uc);
+    sim::openUnicorn(UC_ARCH_X86, UC_MODE_64, &uc); // as the machine opens its engines
     std::vector<std::uint8_t> text = guestText();
     auto *mem = static_cast<std::uint8_t *>(std::aligned_alloc(4096, text.size()));
     std::memcpy(mem, text.data(), text.size());

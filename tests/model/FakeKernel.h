@@ -8,6 +8,7 @@
 #include "ftsim/model/ArchPatcher.h"
 #include "ftsim/model/FtraceCore.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unicorn/unicorn.h>
 
+#include <algorithm>
+
 namespace ftsim::sim {
 namespace {
 

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <unicorn/unicorn.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 

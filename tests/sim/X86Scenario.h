@@ -6,6 +6,7 @@
 
 #include "ftsim/sim/Machine.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 

@@ -6,12 +6,14 @@
 // JSON of the replayed execution.
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/Image.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/harness/KernelHarness.h"
 #include "ftsim/verify/replay/Replay.h"
 #include "ftsim/verify/replay/Timeline.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -231,8 +233,14 @@ TEST_F(EngineReplay, TheWrittenFileReproducesWithTheSameEventLogHash) {
   EXPECT_EQ(r.execution.logHash, cex_->logHash);
   EXPECT_EQ(summarizeViolation(r.violation), summarizeViolation(cex_->violation));
   EXPECT_EQ(r.violation.oracle, "transparency");
-  // The int3 written over the site, and a CPU's trap there handled.
-  EXPECT_NE(r.timeline.find("patcher store posix_cpu_timer_set+0x0/0x44 [cc]"), std::string::npos)
+  // The int3 written over the site, and a CPU's trap there handled. The symbol is printed as the
+  // kernel's %pS does (name+offset/size), with the size the compiler gave the function.
+  const arch::Image image = arch::loadImage(imagePath(file.scenario));
+  const arch::ImageSymbol *patched = image.findSymbol("posix_cpu_timer_set");
+  ASSERT_NE(patched, nullptr);
+  EXPECT_NE(r.timeline.find(
+                fmt::format("patcher store posix_cpu_timer_set+0x0/{:#x} [cc]", patched->size)),
+            std::string::npos)
       << r.timeline;
   EXPECT_NE(r.timeline.find("trap-handled(posix_cpu_timer_set"), std::string::npos);
   // And again: byte for byte.

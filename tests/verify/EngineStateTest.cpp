@@ -30,6 +30,7 @@
 #include <rapidcheck/state.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <map>

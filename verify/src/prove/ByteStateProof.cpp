@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <z3++.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>

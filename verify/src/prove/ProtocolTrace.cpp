@@ -2,6 +2,7 @@
 
 #include "ftsim/arch/Error.h"
 
+#include <algorithm>
 #include <map>
 
 namespace ftsim::verify {

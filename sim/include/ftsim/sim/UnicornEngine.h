@@ -1,0 +1,38 @@
+#pragma once
+// Opening a Unicorn engine the way the machine needs it, on every Unicorn version ftsim builds
+// with (2.0.1 in Debian 12, 2.1 in Debian 13).
+//
+// The machine has no MMU: a guest address is the address its memory is mapped at, kernel text at
+// 0xffffffff81000000 included. Unicorn 2.0 runs guest code that way. Unicorn 2.1 translates every
+// access through the emulated CPU's own MMU by default (UC_TLB_CPU), and its x86-64 CPU, paging
+// off, cuts an address down to the physical address width: 0xffffffff81000040 becomes
+// 0xfffff81000040, which nothing maps, so every x86-64 run would fault at its first instruction.
+// Its virtual TLB (UC_TLB_VIRTUAL, 2.1 and later) with no UC_HOOK_TLB_FILL hook maps each virtual
+// address to itself: the 2.0 behaviour, which the machine selects for every architecture.
+
+#include <unicorn/unicorn.h>
+
+namespace ftsim::sim {
+
+#if UC_API_MAJOR > 2 || (UC_API_MAJOR == 2 && UC_API_MINOR >= 1)
+#define FTSIM_UNICORN_VIRTUAL_TLB 1
+#else
+#define FTSIM_UNICORN_VIRTUAL_TLB 0
+#endif
+
+// uc_open, then (Unicorn 2.1 and later) the virtual TLB. On an error nothing is left open.
+inline uc_err openUnicorn(uc_arch arch, uc_mode mode, uc_engine **uc) {
+  uc_err err = uc_open(arch, mode, uc);
+  if (err != UC_ERR_OK)
+    return err;
+#if FTSIM_UNICORN_VIRTUAL_TLB
+  err = uc_ctl_tlb_mode(*uc, UC_TLB_VIRTUAL);
+  if (err != UC_ERR_OK) {
+    uc_close(*uc);
+    *uc = nullptr;
+  }
+#endif
+  return err;
+}
+
+} // namespace ftsim::sim
