@@ -15,6 +15,24 @@ std::string_view trimmed(std::string_view text) {
   return text;
 }
 
+// The value as an error message quotes it: trimmed, control characters escaped, so that the
+// message stays one line whatever was written ("1\n1" is shown as 1\n1).
+std::string shown(std::string_view value) {
+  std::string out;
+  for (char c : trimmed(value)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (byte < 0x20 || byte == 0x7f)
+      out += fmt::format("\\x{:02x}", byte);
+    else
+      out += c;
+  }
+  return out;
+}
+
 // kstrtoul_from_user(..., 10, ...) of a boolean-ish file: 0 or 1 (tracing_on, ...).
 std::optional<unsigned long> parseNumber(std::string_view text) {
   text = trimmed(text);
@@ -74,8 +92,8 @@ TraceFs::TraceFs(FtraceCore &core, TraceEnvironment environment, std::size_t buf
 TraceFs::~TraceFs() = default;
 
 void TraceFs::invalid(std::string_view file, std::string_view value, std::string_view why) const {
-  throw FtraceError(
-      EINVAL, fmt::format("tracefs: echo '{}' > {}: {} (-EINVAL)", trimmed(value), file, why));
+  throw FtraceError(EINVAL,
+                    fmt::format("tracefs: echo '{}' > {}: {} (-EINVAL)", shown(value), file, why));
 }
 
 // --- tracers -------------------------------------------------------------------------------------
@@ -257,7 +275,7 @@ void TraceFs::write(std::string_view file, std::string_view value, bool append) 
   if (file == "available_tracers" || file == "available_filter_functions" ||
       file == "enabled_functions" || file == "stack_trace" || file.starts_with(kStatPrefix))
     throw FtraceError(EACCES, fmt::format("tracefs: echo '{}' > {}: read-only file (-EACCES)",
-                                          trimmed(value), file));
+                                          shown(value), file));
   throw FtraceError(ENOENT, fmt::format("tracefs: {}: no such file (-ENOENT)", file));
 }
 
