@@ -1,5 +1,7 @@
 #include "ftsim/model/TraceFs.h"
 
+#include "ftsim/arch/OneLine.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -15,23 +17,8 @@ std::string_view trimmed(std::string_view text) {
   return text;
 }
 
-// The value as an error message quotes it: trimmed, control characters escaped, so that the
-// message stays one line whatever was written ("1\n1" is shown as 1\n1).
-std::string shown(std::string_view value) {
-  std::string out;
-  for (char c : trimmed(value)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\t')
-      out += "\\t";
-    else if (byte < 0x20 || byte == 0x7f)
-      out += fmt::format("\\x{:02x}", byte);
-    else
-      out += c;
-  }
-  return out;
-}
+// The value as an error message quotes it: trimmed, on one line whatever was written.
+std::string shown(std::string_view value) { return oneLine(trimmed(value)); }
 
 // kstrtoul_from_user(..., 10, ...) of a boolean-ish file: 0 or 1 (tracing_on, ...).
 std::optional<unsigned long> parseNumber(std::string_view text) {
