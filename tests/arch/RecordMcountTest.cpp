@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -515,6 +516,20 @@ TEST(RecordMcountBadInput, NamesTheFileAndTheProblem) {
   aarch64[0x12] = 183;
   writeBytes(dir / "aarch64.o", aarch64);
   expectRejected(dir / "aarch64.o", out, "unsupported machine");
+
+  // Found by tests/fuzz (ftsim_fuzz_recordmcount): with byte 0 of .strtab not NUL, the section
+  // symbol recordMcount adds (st_name 0) read back with that string as its name.
+  auto strtab = good;
+  Elf64_Ehdr ehdr;
+  std::memcpy(&ehdr, strtab.data(), sizeof ehdr);
+  for (unsigned i = 0; i < ehdr.e_shnum; ++i) {
+    Elf64_Shdr shdr;
+    std::memcpy(&shdr, strtab.data() + ehdr.e_shoff + i * sizeof shdr, sizeof shdr);
+    if (shdr.sh_type == SHT_STRTAB && i != ehdr.e_shstrndx)
+      strtab[shdr.sh_offset] = 'i';
+  }
+  writeBytes(dir / "strtab.o", strtab);
+  expectRejected(dir / "strtab.o", out, "string table must begin and end with a NUL byte");
 
   auto ppc = readBytes(input("ppc32-mcount.o")); // ELFCLASS32, big-endian e_machine at 0x12
   ppc[0x12] = 0;
