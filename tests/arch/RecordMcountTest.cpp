@@ -531,6 +531,16 @@ TEST(RecordMcountBadInput, NamesTheFileAndTheProblem) {
   writeBytes(dir / "strtab.o", strtab);
   expectRejected(dir / "strtab.o", out, "string table must begin and end with a NUL byte");
 
+  // Found by tests/fuzz (ftsim_fuzz_recordmcount): libelf pads the output to each section's
+  // sh_addralign, so an alignment of 2^26 wrote a 64 MiB object (2^40: a terabyte).
+  auto aligned = good;
+  const std::uint64_t align = std::uint64_t{1} << 26;
+  std::memcpy(aligned.data() + ehdr.e_shoff + 1 * sizeof(Elf64_Shdr) + 0x30, &align, 8);
+  writeBytes(dir / "aligned.o", aligned);
+  EXPECT_NO_THROW(findMcountSites(dir / "aligned.o"));
+  EXPECT_THROW(recordMcount(dir / "aligned.o", out), FatalError);
+  EXPECT_FALSE(fs::exists(out));
+
   auto ppc = readBytes(input("ppc32-mcount.o")); // ELFCLASS32, big-endian e_machine at 0x12
   ppc[0x12] = 0;
   ppc[0x13] = EM_X86_64;
