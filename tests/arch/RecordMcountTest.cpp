@@ -541,6 +541,27 @@ TEST(RecordMcountBadInput, NamesTheFileAndTheProblem) {
   EXPECT_THROW(recordMcount(dir / "aligned.o", out), FatalError);
   EXPECT_FALSE(fs::exists(out));
 
+  // Found by tests/fuzz (ftsim_fuzz_recordmcount): a message naming a section quoted its name as
+  // the file spells it, newline included. Here .text is ".te\nt" and its calls have no opcode.
+  auto named = good;
+  auto header = [&](unsigned i) { return named.data() + ehdr.e_shoff + i * sizeof(Elf64_Shdr); };
+  Elf64_Shdr names, rela;
+  std::memcpy(&names, header(ehdr.e_shstrndx), sizeof names);
+  for (unsigned i = 1; i < ehdr.e_shnum; ++i) {
+    std::memcpy(&rela, header(i), sizeof rela);
+    if (rela.sh_type != SHT_RELA || std::string(reinterpret_cast<const char *>(
+                                        &named[names.sh_offset + rela.sh_name])) != ".rela.text")
+      continue;
+    Elf64_Shdr text;
+    std::memcpy(&text, header(rela.sh_info), sizeof text);
+    named[names.sh_offset + text.sh_name + 3] = '\n';
+    for (std::uint64_t at = 0; at < rela.sh_size; at += sizeof(Elf64_Rela))
+      std::memset(named.data() + rela.sh_offset + at, 0, 8); // r_offset
+  }
+  writeBytes(dir / "named.o", named);
+  EXPECT_NE(tryAll(dir / "named.o", out).at(0).find(".te\\nt: call to __fentry__ at offset 0x0"),
+            std::string::npos);
+
   auto ppc = readBytes(input("ppc32-mcount.o")); // ELFCLASS32, big-endian e_machine at 0x12
   ppc[0x12] = 0;
   ppc[0x13] = EM_X86_64;
