@@ -105,7 +105,9 @@ TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {
        "task_cpus names CPU 5"},
   };
   for (const auto &[text, expected] : cases) {
-    const std::string message = fatalMessage([&] { parseScenario(text, "bad.toml"); });
+    // clang before 16 cannot capture a structured binding in a lambda: capture a reference.
+    const std::string &source = text;
+    const std::string message = fatalMessage([&] { parseScenario(source, "bad.toml"); });
     EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
@@ -127,7 +129,9 @@ TEST(ScenarioFiles, ErrorsAreOneLineWhateverTheFileHolds) {
       {head + "[patch]\norder = \"up\\tdown\"\n", "patch.order = 'up\\tdown'"},
   };
   for (const auto &[text, expected] : cases) {
-    const std::string message = fatalMessage([&] { parseScenario(text, "bad.toml"); });
+    // clang before 16 cannot capture a structured binding in a lambda: capture a reference.
+    const std::string &source = text;
+    const std::string message = fatalMessage([&] { parseScenario(source, "bad.toml"); });
     EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << message;
     EXPECT_EQ(message.find_first_of("\n\r\t"), std::string::npos) << message;
