@@ -171,6 +171,12 @@ void ElfRelocatable::readSections() {
         entsize != 0 && (s.shdr.sh_entsize != entsize || s.shdr.sh_size % entsize != 0))
       fail("section {}: sh_entsize {} or sh_size {:#x} does not fit {}-byte entries", i,
            s.shdr.sh_entsize, s.shdr.sh_size, entsize);
+    // gABI: a string table's first byte (index 0, the empty name) and last byte are NUL. A table
+    // whose byte 0 is not would name every symbol with st_name 0, the section symbols
+    // recordMcount adds among them.
+    if (s.shdr.sh_type == SHT_STRTAB && s.shdr.sh_size != 0 &&
+        (bytes_[s.shdr.sh_offset] != 0 || bytes_[s.shdr.sh_offset + s.shdr.sh_size - 1] != 0))
+      fail("section {}: a string table must begin and end with a NUL byte", i);
     const bool linksSection = s.shdr.sh_type == SHT_REL || s.shdr.sh_type == SHT_RELA ||
                               s.shdr.sh_type == SHT_SYMTAB || s.shdr.sh_type == SHT_GROUP ||
                               s.shdr.sh_type == SHT_SYMTAB_SHNDX;

@@ -6,6 +6,7 @@
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/OneLine.h"
 
 #include <gelf.h>
 
@@ -72,10 +73,11 @@ public:
   std::vector<Relocation> relocations(std::size_t relSection) const;
   Location locate(std::size_t section, std::uint64_t offset) const;
 
-  // Throws FatalError "<path>: <message>".
+  // Throws FatalError "<path>: <message>", on one line whatever names the file holds.
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args &&...args) const {
-    fatal("{}: {}", path_, fmt::format(format, std::forward<Args>(args)...));
+    throw FatalError(
+        oneLine(fmt::format("{}: {}", path_, fmt::format(format, std::forward<Args>(args)...))));
   }
 
 private:

@@ -16,7 +16,8 @@
 namespace ftsim::arch {
 namespace {
 
-constexpr std::uint64_t kMaxSegmentSize = 1ull << 30;
+// What the loadable segments may take in memory, together: each is allocated and zero-filled.
+constexpr std::uint64_t kMaxImageSize = 1ull << 30;
 
 struct ElfCloser {
   void operator()(Elf *e) const { elf_end(e); }
@@ -122,15 +123,20 @@ void loadSegments(const ElfFile &f, Image &image) {
   std::size_t phnum = 0;
   if (elf_getphdrnum(f.elf.get(), &phnum) != 0)
     fatal("{}: malformed program header table ({})", path, elf_errmsg(-1));
+  std::uint64_t memory = 0;
   for (std::size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (!gelf_getphdr(f.elf.get(), static_cast<int>(i), &ph))
       fatal("{}: program header {} is truncated ({})", path, i, elf_errmsg(-1));
     if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
       continue;
-    if (ph.p_filesz > ph.p_memsz || ph.p_memsz > kMaxSegmentSize)
+    if (ph.p_filesz > ph.p_memsz || ph.p_memsz > kMaxImageSize)
       fatal("{}: segment {} has impossible sizes (filesz {:#x}, memsz {:#x})", path, i, ph.p_filesz,
             ph.p_memsz);
+    memory += ph.p_memsz;
+    if (memory > kMaxImageSize)
+      fatal("{}: loadable segments take more than {} MiB of memory together", path,
+            kMaxImageSize >> 20);
     if (ph.p_offset > f.bytes.size() || ph.p_filesz > f.bytes.size() - ph.p_offset)
       fatal("{}: segment {} extends past the end of the file (truncated?)", path, i);
     ImageSegment seg;
@@ -202,9 +208,25 @@ void loadSymbols(const ElfFile &f, Image &image) {
             });
 }
 
+// Whether [addr, addr+size) lies in the part of a loadable segment read from the file.
+bool inFileBytes(const ElfFile &f, std::uint64_t addr, std::uint64_t size) {
+  std::size_t phnum = 0;
+  elf_getphdrnum(f.elf.get(), &phnum);
+  for (std::size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(f.elf.get(), static_cast<int>(i), &ph) && ph.p_type == PT_LOAD &&
+        addr >= ph.p_vaddr && addr - ph.p_vaddr <= ph.p_filesz &&
+        size <= ph.p_filesz - (addr - ph.p_vaddr))
+      return true;
+  }
+  return false;
+}
+
 // The __mcount_loc table, delimited by the linker script's symbols (include/asm-generic/
-// vmlinux.lds.h MCOUNT_REC()).
-void loadMcountLocs(const std::string &path, Image &image) {
+// vmlinux.lds.h MCOUNT_REC()). It is data the linker wrote, so it lies in the file: a table in
+// zero-filled memory (.bss) would only make boot allocate a record per zero word.
+void loadMcountLocs(const ElfFile &f, Image &image) {
+  const std::string &path = f.path;
   const Arch &arch = *image.arch;
   const ImageSymbol *start = image.findSymbol("__start_mcount_loc");
   const ImageSymbol *stop = image.findSymbol("__stop_mcount_loc");
@@ -216,6 +238,9 @@ void loadMcountLocs(const std::string &path, Image &image) {
     const ImageSegment *seg = image.segmentAt(start->addr, stop->addr - start->addr);
     if (!seg)
       fatal("{}: __mcount_loc table lies outside the loadable segments", path);
+    if (!inFileBytes(f, start->addr, stop->addr - start->addr))
+      fatal("{}: __mcount_loc table ({:#x} bytes) is not in the file's bytes of its segment", path,
+            stop->addr - start->addr);
     for (std::uint64_t a = start->addr; a < stop->addr; a += word)
       image.mcountLocs.push_back(readWord(arch, seg->bytes.data() + (a - seg->addr)));
   } else if (start || stop) {
@@ -253,7 +278,7 @@ Image loadImage(const std::string &path) {
   checkSections(f);
   loadSegments(f, image);
   loadSymbols(f, image);
-  loadMcountLocs(path, image);
+  loadMcountLocs(f, image);
   findMcountHook(image);
   return image;
 }

@@ -31,6 +31,8 @@ namespace ftsim::arch {
 namespace {
 
 constexpr std::string_view kMcountLoc = "__mcount_loc";
+// What section alignments may add to a written object (one 2 MiB-aligned section and then some).
+constexpr std::uint64_t kMaxPadding = std::uint64_t{4} << 20;
 constexpr std::string_view kPatchableEntries = "__patchable_function_entries";
 // Both new section names share one string: "__mcount_loc" is the suffix of ".rela__mcount_loc", as
 // in recordmcount.h append_func().
@@ -283,6 +285,14 @@ private:
           addedSectionSymbols_.push_back(site.section);
       }
     added_ = addedSectionSymbols_.size();
+    // libelf lays the output out anew, each section at a multiple of its sh_addralign: the
+    // alignments bound the padding it may write. A kernel object's add up to a few pages.
+    std::uint64_t alignments = 0;
+    for (std::size_t i = 1; i < sections_.size(); ++i)
+      alignments += std::min<std::uint64_t>(sections_[i].shdr.sh_addralign, kMaxPadding + 1);
+    if (alignments > kMaxPadding)
+      obj_.fail("section alignments add up to more than {} MiB of padding in the written object",
+                kMaxPadding >> 20);
     if (sections_.size() + 2 >= SHN_LORESERVE)
       obj_.fail("{} sections: extended section numbering is not supported", sections_.size());
     for (std::size_t i = 1; i < sections_.size() && added_ > 0; ++i) {

@@ -14,9 +14,11 @@ EncodeResult SiteHooks::encodeCall(std::uint64_t ip, std::uint64_t, std::uint64_
 PatchOutcome SiteHooks::initNop(MachinePort &port, std::uint64_t &ip, std::uint64_t datum,
                                 std::uint64_t mcountAddr) {
   // text_poke_early(): a plain read-verify-write of the call to the profiling hook.
+  // A hook out of reach of the site (an image's text more than 2 GiB from it) cannot be what the
+  // site calls: -EINVAL, as powerpc's ftrace_make_nop() says "Branch out of range".
   const EncodeResult call = encodeCall(ip, datum, mcountAddr);
   if (!call.ok)
-    FTSIM_PANIC("cannot encode a call at {:#x} to {:#x}: {}", ip, mcountAddr, call.error);
+    return {PatchStatus::Mismatch, {}};
   return modifyCodeDirect(port, ip, call.bytes, arch_.nop());
 }
 

@@ -47,6 +47,7 @@ namespace {
 constexpr int R15 = 0, R14 = 8, R13 = 16, R12 = 24, RBP = 32, RBX = 40, R11 = 48, R10 = 56, R9 = 64,
               R8 = 72, RAX = 80, RCX = 88, RDX = 96, RSI = 104, RDI = 112, ORIG_RAX = 120,
               RIP = 128, CS = 136, EFLAGS = 144, RSP = 152, SS = 160;
+static_assert(ORIG_RAX + 8 == RIP, "pt_regs: orig_ax precedes ip"); // the one slot unused here
 constexpr int kPtRegsSize = 168;
 constexpr int kMcountRegSize = kPtRegsSize; // MCOUNT_REG_SIZE without a frame-pointer frame
 constexpr int kMcountInsnSize = 5;          // MCOUNT_INSN_SIZE

@@ -1,5 +1,7 @@
 #include "ftsim/model/TraceFs.h"
 
+#include "ftsim/arch/OneLine.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -15,6 +17,9 @@ std::string_view trimmed(std::string_view text) {
     text.remove_suffix(1);
   return text;
 }
+
+// The value as an error message quotes it: trimmed, on one line whatever was written.
+std::string shown(std::string_view value) { return oneLine(trimmed(value)); }
 
 // kstrtoul_from_user(..., 10, ...) of a boolean-ish file: 0 or 1 (tracing_on, ...).
 std::optional<unsigned long> parseNumber(std::string_view text) {
@@ -75,8 +80,8 @@ TraceFs::TraceFs(FtraceCore &core, TraceEnvironment environment, std::size_t buf
 TraceFs::~TraceFs() = default;
 
 void TraceFs::invalid(std::string_view file, std::string_view value, std::string_view why) const {
-  throw FtraceError(
-      EINVAL, fmt::format("tracefs: echo '{}' > {}: {} (-EINVAL)", trimmed(value), file, why));
+  throw FtraceError(EINVAL,
+                    fmt::format("tracefs: echo '{}' > {}: {} (-EINVAL)", shown(value), file, why));
 }
 
 // --- tracers -------------------------------------------------------------------------------------
@@ -258,7 +263,7 @@ void TraceFs::write(std::string_view file, std::string_view value, bool append) 
   if (file == "available_tracers" || file == "available_filter_functions" ||
       file == "enabled_functions" || file == "stack_trace" || file.starts_with(kStatPrefix))
     throw FtraceError(EACCES, fmt::format("tracefs: echo '{}' > {}: read-only file (-EACCES)",
-                                          trimmed(value), file));
+                                          shown(value), file));
   throw FtraceError(ENOENT, fmt::format("tracefs: {}: no such file (-ENOENT)", file));
 }
 

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <elf.h>
+
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -129,4 +132,75 @@ TEST(ImageLoader, OnlyRegularFilesAreRead) {
       << loadError("/dev/zero");
   const std::string dir = std::filesystem::temp_directory_path();
   EXPECT_NE(loadError(dir).find("is a directory"), std::string::npos);
+}
+
+namespace {
+
+// The x86_64-fentry image with its program headers or symbols edited in place.
+struct EditedImage {
+  std::vector<char> bytes = readAll(std::string(FTSIM_GUEST_DIR) + "/x86_64-fentry/kernel.elf");
+  Elf64_Ehdr ehdr = read<Elf64_Ehdr>(0);
+
+  template <typename T> T read(std::uint64_t at) const {
+    T value;
+    std::memcpy(&value, bytes.data() + at, sizeof value);
+    return value;
+  }
+  template <typename T> void write(std::uint64_t at, const T &value) {
+    std::memcpy(bytes.data() + at, &value, sizeof value);
+  }
+  std::uint64_t phdr(unsigned i) const { return ehdr.e_phoff + i * sizeof(Elf64_Phdr); }
+  // The file offset of the named symbol's Elf64_Sym.
+  std::uint64_t symbol(const std::string &name) const {
+    for (unsigned i = 1; i < ehdr.e_shnum; ++i) {
+      const auto sh = read<Elf64_Shdr>(ehdr.e_shoff + i * sizeof(Elf64_Shdr));
+      if (sh.sh_type != SHT_SYMTAB)
+        continue;
+      const auto strtab = read<Elf64_Shdr>(ehdr.e_shoff + sh.sh_link * sizeof(Elf64_Shdr));
+      for (std::uint64_t at = sh.sh_offset; at < sh.sh_offset + sh.sh_size; at += sizeof(Elf64_Sym))
+        if (name == bytes.data() + strtab.sh_offset + read<Elf64_Sym>(at).st_name)
+          return at;
+    }
+    return 0;
+  }
+  std::string loadError(const std::string &path) const {
+    writeAll(path, bytes);
+    try {
+      arch::loadImage(path);
+    } catch (const FatalError &e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+} // namespace
+
+// Sizes in an image are allocated: each bounded by the file or by a fixed budget, never by what
+// the file claims alone (found by review while fuzzing with tests/fuzz ftsim_fuzz_image).
+TEST(ImageLoader, SizesInTheFileNeverAllocateUnboundedly) {
+  const std::string path = std::filesystem::temp_directory_path() / "ftsim-image-sizes.elf";
+  // Two segments of 600 MiB each: 1 GiB at most together (each alone was accepted).
+  EditedImage big;
+  ASSERT_GE(big.ehdr.e_phnum, 2);
+  for (unsigned i = 0; i < 2; ++i)
+    big.write(big.phdr(i) + offsetof(Elf64_Phdr, p_memsz), std::uint64_t{600} << 20);
+  EXPECT_NE(big.loadError(path).find("take more than 1024 MiB of memory together"),
+            std::string::npos)
+      << big.loadError(path);
+
+  // __mcount_loc stretched 16 MiB into zero-filled memory: 2M records of zeros for boot.
+  EditedImage bss;
+  const auto data = bss.read<Elf64_Phdr>(bss.phdr(1));
+  bss.write(bss.phdr(1) + offsetof(Elf64_Phdr, p_memsz), data.p_memsz + (16 << 20));
+  const std::uint64_t start = bss.symbol("__start_mcount_loc"),
+                      stop = bss.symbol("__stop_mcount_loc");
+  ASSERT_TRUE(start && stop);
+  auto sym = bss.read<Elf64_Sym>(stop);
+  sym.st_value = bss.read<Elf64_Sym>(start).st_value + (16 << 20);
+  bss.write(stop, sym);
+  EXPECT_NE(bss.loadError(path).find("__mcount_loc table (0x1000000 bytes) is not in the file"),
+            std::string::npos)
+      << bss.loadError(path);
+  std::filesystem::remove(path);
 }

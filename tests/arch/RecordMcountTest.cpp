@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -515,6 +516,51 @@ TEST(RecordMcountBadInput, NamesTheFileAndTheProblem) {
   aarch64[0x12] = 183;
   writeBytes(dir / "aarch64.o", aarch64);
   expectRejected(dir / "aarch64.o", out, "unsupported machine");
+
+  // Found by tests/fuzz (ftsim_fuzz_recordmcount): with byte 0 of .strtab not NUL, the section
+  // symbol recordMcount adds (st_name 0) read back with that string as its name.
+  auto strtab = good;
+  Elf64_Ehdr ehdr;
+  std::memcpy(&ehdr, strtab.data(), sizeof ehdr);
+  for (unsigned i = 0; i < ehdr.e_shnum; ++i) {
+    Elf64_Shdr shdr;
+    std::memcpy(&shdr, strtab.data() + ehdr.e_shoff + i * sizeof shdr, sizeof shdr);
+    if (shdr.sh_type == SHT_STRTAB && i != ehdr.e_shstrndx)
+      strtab[shdr.sh_offset] = 'i';
+  }
+  writeBytes(dir / "strtab.o", strtab);
+  expectRejected(dir / "strtab.o", out, "string table must begin and end with a NUL byte");
+
+  // Found by tests/fuzz (ftsim_fuzz_recordmcount): libelf pads the output to each section's
+  // sh_addralign, so an alignment of 2^26 wrote a 64 MiB object (2^40: a terabyte).
+  auto aligned = good;
+  const std::uint64_t align = std::uint64_t{1} << 26;
+  std::memcpy(aligned.data() + ehdr.e_shoff + 1 * sizeof(Elf64_Shdr) + 0x30, &align, 8);
+  writeBytes(dir / "aligned.o", aligned);
+  EXPECT_NO_THROW(findMcountSites(dir / "aligned.o"));
+  EXPECT_THROW(recordMcount(dir / "aligned.o", out), FatalError);
+  EXPECT_FALSE(fs::exists(out));
+
+  // Found by tests/fuzz (ftsim_fuzz_recordmcount): a message naming a section quoted its name as
+  // the file spells it, newline included. Here .text is ".te\nt" and its calls have no opcode.
+  auto named = good;
+  auto header = [&](unsigned i) { return named.data() + ehdr.e_shoff + i * sizeof(Elf64_Shdr); };
+  Elf64_Shdr names, rela;
+  std::memcpy(&names, header(ehdr.e_shstrndx), sizeof names);
+  for (unsigned i = 1; i < ehdr.e_shnum; ++i) {
+    std::memcpy(&rela, header(i), sizeof rela);
+    if (rela.sh_type != SHT_RELA || std::string(reinterpret_cast<const char *>(
+                                        &named[names.sh_offset + rela.sh_name])) != ".rela.text")
+      continue;
+    Elf64_Shdr text;
+    std::memcpy(&text, header(rela.sh_info), sizeof text);
+    named[names.sh_offset + text.sh_name + 3] = '\n';
+    for (std::uint64_t at = 0; at < rela.sh_size; at += sizeof(Elf64_Rela))
+      std::memset(named.data() + rela.sh_offset + at, 0, 8); // r_offset
+  }
+  writeBytes(dir / "named.o", named);
+  EXPECT_NE(tryAll(dir / "named.o", out).at(0).find(".te\\nt: call to __fentry__ at offset 0x0"),
+            std::string::npos);
 
   auto ppc = readBytes(input("ppc32-mcount.o")); // ELFCLASS32, big-endian e_machine at 0x12
   ppc[0x12] = 0;

@@ -6,6 +6,7 @@
 
 #include "ftsim/model/Glob.h"
 #include "ftsim/model/TraceArray.h"
+#include "ftsim/model/TraceFs.h"
 
 #include <gtest/gtest.h>
 
@@ -312,6 +313,37 @@ TEST_F(FilterTest, BadPatternsAreClearErrors) {
   EXPECT_EQ(lines(read()), std::vector<std::string>{"schedule"});
   EXPECT_THROW(echoAppend("!nosuchfunction"), FtraceError);
   EXPECT_THROW(echo("schedule:traceoff:many"), FtraceError);
+}
+
+// Found by tests/fuzz (ftsim_fuzz_tracefs): the error of a bad value quoted the value as written,
+// so `echo $'1\n1' > tracing_on` gave a FatalError of two lines. Control characters are escaped.
+TEST_F(FilterTest, TraceFsErrorsStayOneLineWhateverTheValueHolds) {
+  TraceEnvironment env;
+  env.context = [] { return TraceContext{}; };
+  env.symbol = [](std::uint64_t, bool) { return std::string("?"); };
+  TraceFs fs(*core, env, 64);
+  const std::pair<std::string, std::string> cases[] = {
+      {"tracing_on", "1\n1"},
+      {"buffer_size_kb", "4\n\x01"},
+      {"current_tracer", "function\nnop"},
+      {"enabled_functions", "x\ny"},
+  };
+  for (const auto &[file, value] : cases) {
+    try {
+      fs.write(file, value);
+      ADD_FAILURE() << file << " accepted " << value;
+    } catch (const FtraceError &error) {
+      const std::string message = error.what();
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      EXPECT_NE(message.find(file), std::string::npos) << message;
+    }
+  }
+  try {
+    fs.write("tracing_on", "1\n1");
+  } catch (const FtraceError &error) {
+    EXPECT_NE(std::string(error.what()).find("echo '1\\n1' > tracing_on"), std::string::npos)
+        << error.what();
+  }
 }
 
 } // namespace

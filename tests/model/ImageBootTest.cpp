@@ -103,3 +103,22 @@ INSTANTIATE_TEST_SUITE_P(BuiltInImages, ImageBootTest,
                                c = '_';
                            return n;
                          });
+
+// Found by tests/fuzz (ftsim_fuzz_image, `ftsim boot --image`): an image whose text lies more than
+// 2 GiB from its profiling hook made the expected `call` unencodable, and boot aborted with an
+// internal error. As in Linux (ftrace_make_nop: -EINVAL), the site is an ftrace bug.
+TEST(ImageBoot, ASiteOutOfReachOfItsHookIsAnFtraceBugNotACrash) {
+  arch::Image image = arch::loadImage(std::string(FTSIM_GUEST_DIR) + "/x86_64-fentry/kernel.elf");
+  ASSERT_FALSE(image.mcountLocs.empty());
+  const std::uint64_t shift = 0x7400000081000000ull - image.textStart();
+  for (auto &segment : image.segments)
+    if (segment.executable)
+      segment.addr += shift;
+  for (auto &site : image.mcountLocs)
+    site += shift;
+  model::StaticBoot booted(image);
+  ASSERT_FALSE(booted.result().report.bugs.empty());
+  // ftrace_bug(-EINVAL): "ftrace failed to modify" with the bytes the site holds.
+  EXPECT_NE(booted.result().bugText.find("ftrace failed to modify"), std::string::npos)
+      << booted.result().bugText;
+}

@@ -29,7 +29,7 @@ namespace ppc = arch::ppc32;
 constexpr std::uint64_t kText = 0xc0000000;
 constexpr std::uint64_t kHcExit = kText, kHcSchedule = kText + 0x10;
 constexpr std::uint64_t kT = kText + 0x40, kF = kText + 0x80, kU = kText + 0xc0;
-constexpr std::uint64_t kSlot = kF, kSite = kF + 4;
+constexpr std::uint64_t kSite = kF + 4; // after the mflr slot at kF
 constexpr std::uint64_t kArg = 41;
 constexpr unsigned kMaxSteps = 12;
 

@@ -114,7 +114,9 @@ TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {
        "'code.task_cpus' is empty"},
   };
   for (const auto &[text, expected] : cases) {
-    const std::string message = fatalMessage([&] { parseScenario(text, "bad.toml"); });
+    // clang before 16 cannot capture a structured binding in a lambda: capture a reference.
+    const std::string &source = text;
+    const std::string message = fatalMessage([&] { parseScenario(source, "bad.toml"); });
     EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
@@ -123,6 +125,26 @@ TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {
               loadScenarioFile("/nonexistent/x.toml");
             }).find("/nonexistent/x.toml: cannot open"),
             std::string::npos);
+}
+
+// Found by tests/fuzz (ftsim_fuzz_replay, ftsim_fuzz_scenario): toml++'s description of what it
+// saw, and the values a message quotes, held the file's newlines: a FatalError of several lines.
+TEST(ScenarioFiles, ErrorsAreOneLineWhateverTheFileHolds) {
+  const std::string head = "arch = \"x86_64\"\nprotocol = \"int3\"\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {head + "cpus = n\n", "expected 'nan'"},
+      {head + "[code]\nkind = \"snip\\npet\"\n", "code.kind = 'snip\\npet'"},
+      {head + "[[sites]]\ntransition = \"a\\r\\nb\"\n", "unknown transition 'a\\r\\nb'"},
+      {head + "[patch]\norder = \"up\\tdown\"\n", "patch.order = 'up\\tdown'"},
+  };
+  for (const auto &[text, expected] : cases) {
+    // clang before 16 cannot capture a structured binding in a lambda: capture a reference.
+    const std::string &source = text;
+    const std::string message = fatalMessage([&] { parseScenario(source, "bad.toml"); });
+    EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_EQ(message.find_first_of("\n\r\t"), std::string::npos) << message;
+  }
 }
 
 // --- Exhaustive exploration ----------------------------------------------------------------------
@@ -309,6 +331,67 @@ TEST(Replay, AFileEditedByHandIsRefusedNamingThePart) {
     const std::string message = fatalMessage([&] { parseReplay(j.dump(2), "cex.json"); });
     EXPECT_EQ(message.rfind(std::string("cex.json: ") + part + " was edited", 0), 0u) << message;
   }
+}
+
+// Found by tests/fuzz (ftsim_fuzz_replay): a count that is not a whole number was converted by
+// nlohmann's get<unsigned>(): modulo 2^32 when negative, by an undefined float cast when a fraction
+// or too large (UBSan: float-cast-overflow). Each is the file's one-line error now.
+TEST(Replay, CountsThatAreNotWholeNumbersAreOneLineErrors) {
+  Counterexample cex;
+  cex.choices = {1, 0, 2};
+  cex.preemptions = 1;
+  cex.events = 9;
+  const std::string json = replayToJson(site("direct"), cex);
+  ASSERT_NO_THROW(parseReplay(json, "x.json"));
+  const std::pair<std::string, std::string> cases[] = {
+      {"\"preemptions\": 1,", "\"preemptions\": -1,"},
+      {"\"preemptions\": 1,", "\"preemptions\": 1e300,"},
+      {"\"preemptions\": 1,", "\"preemptions\": 4294967296,"},
+      {"\"events\": 9,", "\"events\": 2.5,"},
+      {"\"events\": 9,", "\"events\": 1e30,"},
+      {"\"event\": 0,", "\"event\": -3,"},
+      {"\"choices\": [", "\"choices\": [-1e300, "},
+      {"\"choices\": [", "\"choices\": [4294967296, "},
+  };
+  for (const auto &[from, to] : cases) {
+    std::string edited = json;
+    ASSERT_NE(edited.find(from), std::string::npos) << from;
+    edited.replace(edited.find(from), from.size(), to);
+    const std::string message = fatalMessage([&] { parseReplay(edited, "x.json"); });
+    EXPECT_NE(message.find("must be a whole number"), std::string::npos) << to << ": " << message;
+    EXPECT_EQ(message.rfind("x.json", 0), 0u) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+// Found by tests/fuzz (ftsim_fuzz_replay): a number too large for a double made nlohmann throw
+// out_of_range, not parse_error: not caught, `ftsim replay` ended in std::terminate. And the
+// strings a message quotes (expect.bytes, log_fnv1a) kept their newlines.
+TEST(Replay, AnyMalformedFileIsAOneLineError) {
+  const std::string json = replayToJson(site("direct"), Counterexample{});
+  const std::pair<std::string, std::string> cases[] = {
+      {"\"version\": 2,", "\"version\": 1e400,"},
+      {"\"events\": 0,", "\"events\": -1e999,"},
+      {"\"log_fnv1a\": \"", "\"log_fnv1a\": \"x\\ny"},
+      {"\"bytes\": \"", "\"bytes\": \"zz\\n"},
+  };
+  for (const auto &[from, to] : cases) {
+    std::string edited = json;
+    ASSERT_NE(edited.find(from), std::string::npos) << from;
+    edited.replace(edited.find(from), from.size(), to);
+    std::string message;
+    try {
+      parseReplay(edited, "x.json");
+    } catch (const FatalError &e) {
+      message = e.what();
+    } catch (const std::exception &e) {
+      ADD_FAILURE() << to << ": not a FatalError: " << e.what();
+    }
+    EXPECT_EQ(message.rfind("x.json: ", 0), 0u) << to << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  EXPECT_NE(fatalMessage([] { parseReplay("[1e400]", "x.json"); }).find("x.json: not JSON"),
+            std::string::npos);
 }
 
 // --- Mutation score ------------------------------------------------------------------------------

@@ -6,12 +6,14 @@
 #include "ftsim/verify/replay/Timeline.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/OneLine.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <exception>
 #include <fstream>
+#include <limits>
 
 namespace ftsim::verify {
 
@@ -101,17 +103,27 @@ arch::Bytes parseHexBytes(const std::string &text, const std::string &origin) {
 }
 } // namespace
 
-ReplayFile parseReplay(const std::string &text, const std::string &origin) {
+namespace {
+ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error &e) {
+  } catch (const nlohmann::json::exception &e) {
+    // parse_error, and out_of_range for a number too large for a double ("1e400").
     fatal("{}: not JSON ({})", origin, e.what());
   }
   auto field = [&](const nlohmann::json &obj, const char *key) -> const nlohmann::json & {
     if (!obj.is_object() || !obj.contains(key))
       fatal("{}: not a replay file: missing '{}'", origin, key);
     return obj.at(key);
+  };
+  // A count or an index: a JSON whole number that fits T. nlohmann's get<T>() would convert a
+  // negative number modulo 2^N and a fraction or an out-of-range float by an undefined cast.
+  auto whole = [&]<typename T>(const nlohmann::json &value, const char *key, T) -> T {
+    if (!value.is_number_unsigned() || value.get<std::uint64_t>() > std::numeric_limits<T>::max())
+      fatal("{}: '{}' must be a whole number from 0 to {}, not {}", origin, key,
+            std::numeric_limits<T>::max(), value.dump());
+    return static_cast<T>(value.get<std::uint64_t>());
   };
   try {
     if (field(j, "format") != "ftsim-replay")
@@ -127,9 +139,13 @@ ReplayFile parseReplay(const std::string &text, const std::string &origin) {
         field(j, "store") != sim::storeModelName(s.store) || field(j, "fetch") != s.fetch->name())
       fatal("{}: arch/protocol/store/fetch disagree with the embedded scenario", origin);
     Counterexample &c = file.counterexample;
-    c.choices = field(j, "choices").get<std::vector<std::uint32_t>>();
-    c.preemptions = field(j, "preemptions").get<unsigned>();
-    c.events = field(j, "events").get<std::uint64_t>();
+    const nlohmann::json &choices = field(j, "choices");
+    if (!choices.is_array())
+      fatal("{}: 'choices' must be an array of whole numbers", origin);
+    for (const nlohmann::json &choice : choices)
+      c.choices.push_back(whole(choice, "choices", std::uint32_t{}));
+    c.preemptions = whole(field(j, "preemptions"), "preemptions", unsigned{});
+    c.events = whole(field(j, "events"), "events", std::uint64_t{});
     const std::string hash = field(j, "log_fnv1a").get<std::string>();
     try {
       std::size_t used = 0;
@@ -139,7 +155,14 @@ ReplayFile parseReplay(const std::string &text, const std::string &origin) {
     } catch (const std::exception &) {
       fatal("{}: log_fnv1a '{}' is not a hexadecimal hash", origin, hash);
     }
-    // Every part as written: an edited file is refused before it runs, naming the part.
+    const nlohmann::json &e = field(j, "expect");
+    c.violation.oracle = field(e, "oracle").get<std::string>();
+    c.violation.message = field(e, "summary").get<std::string>(); // compared as a summary
+    c.violation.event = whole(field(e, "event"), "expect.event", std::uint64_t{});
+    c.violation.decoded = field(e, "decoded").get<std::string>();
+    c.violation.bytes = parseHexBytes(field(e, "bytes").get<std::string>(), origin);
+    // Every part as written (checked once every field is well-formed): an edited file is refused
+    // before it runs, naming the part.
     const nlohmann::json &digests = field(j, "digests");
     for (const Part &part : kParts) {
       const std::string written = field(digests, part.name).get<std::string>();
@@ -148,15 +171,19 @@ ReplayFile parseReplay(const std::string &text, const std::string &origin) {
         fatal("{}: the {} was edited after the file was written (digest {}, the file says {})",
               origin, part.name, now, written);
     }
-    const nlohmann::json &e = field(j, "expect");
-    c.violation.oracle = field(e, "oracle").get<std::string>();
-    c.violation.message = field(e, "summary").get<std::string>(); // compared as a summary
-    c.violation.event = field(e, "event").get<std::uint64_t>();
-    c.violation.decoded = field(e, "decoded").get<std::string>();
-    c.violation.bytes = parseHexBytes(field(e, "bytes").get<std::string>(), origin);
     return file;
   } catch (const nlohmann::json::exception &e) {
     fatal("{}: malformed replay file ({})", origin, e.what());
+  }
+}
+} // namespace
+
+ReplayFile parseReplay(const std::string &text, const std::string &origin) {
+  // The messages quote what the file holds (expect.bytes, log_fnv1a): one line whatever it is.
+  try {
+    return parseReplayText(text, origin);
+  } catch (const FatalError &e) {
+    throw FatalError(oneLine(e.what()));
   }
 }
 

@@ -5,6 +5,7 @@
 #include "ftsim/verify/scenario/Scenario.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/OneLine.h"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -324,9 +325,7 @@ void parseBounds(const toml::table &bounds, const std::string &origin, ScenarioB
   }
 }
 
-} // namespace
-
-Scenario parseScenario(const std::string &text, const std::string &origin) {
+Scenario parseScenarioText(const std::string &text, const std::string &origin) {
   toml::table root;
   try {
     root = toml::parse(text, origin);
@@ -388,6 +387,18 @@ Scenario parseScenario(const std::string &text, const std::string &origin) {
     parseExplore(*explore, origin, s.explore);
   s.validate(origin);
   return s;
+}
+
+} // namespace
+
+Scenario parseScenario(const std::string &text, const std::string &origin) {
+  // The messages quote keys, values and toml++'s descriptions of what it saw ("saw '\n'"): one
+  // line whatever the file holds.
+  try {
+    return parseScenarioText(text, origin);
+  } catch (const FatalError &e) {
+    throw FatalError(oneLine(e.what()));
+  }
 }
 
 Scenario loadScenarioFile(const std::string &path) {
