@@ -1,22 +1,20 @@
 #pragma once
 // Machine's private state. Split in two: State is every value a Snapshot must capture (plain
-// copyable data); the rest (engines, host buffers, hooks, the patcher thread, bindings) lives as
-// long as the Machine.
+// copyable data); the rest (engines, host buffers, hooks, the patcher's fiber, bindings) lives
+// as long as the Machine.
 
+#include "Fiber.h"
 #include "GuestAbi.h"
 
 #include "ftsim/sim/Machine.h"
 
 #include <unicorn/unicorn.h>
 
-#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
-#include <thread>
 
 namespace ftsim::sim {
 
@@ -119,11 +117,7 @@ struct CpuRuntime {
 class PatcherAborted {};
 
 struct PatcherRuntime {
-  std::thread thread;
-  std::thread::id id;
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool patcherTurn = false;
+  std::unique_ptr<Fiber> fiber; // made by the first startPatcher, reused by every later one
   bool alive = false;
   bool abort = false;
   std::exception_ptr error;
@@ -227,6 +221,7 @@ struct Machine::Impl {
   bool inPatcher() const;
   void startPatcher(std::function<void(arch::MachinePort &)> body);
   void resumePatcher();
+  void afterPatcherRan();
   void yieldToMain();
   bool waitOver() const;
   void resumeWaitingPatcher();
