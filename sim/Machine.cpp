@@ -197,6 +197,7 @@ void Machine::watchSite(std::uint64_t addr, std::uint32_t size,
       fatal("patch site {:#x}+{} overlaps another site", addr, size);
     r->flags[addr - r->base + i] |= kSiteByte;
   }
+  r->touch(addr - r->base, size);
   m.state.sites[addr] = Site{addr, size, std::move(allowedStates)};
   m.watchLines(addr, size);
 }

@@ -45,7 +45,26 @@ struct TextRegion {
   std::vector<HostBuffer> views;         // one per CPU, mapped into that CPU's engine
   std::vector<std::uint8_t> flags;       // TextFlag per byte
   std::vector<std::uint8_t> lineWatched; // per 64-byte line: a site, written text or trampolines
+  // Lines whose canonical bytes, view bytes, flags or watched mark changed since the machine last
+  // matched a snapshot (Snapshot.cpp): restoring that snapshot rewrites only these. Every writer
+  // of the fields above calls touch().
+  std::vector<std::uint8_t> lineDirty;
+  std::vector<std::uint32_t> dirtyLines;
   bool contains(std::uint64_t a) const { return a - base < size; }
+  void touch(std::uint64_t offset, std::uint64_t length) {
+    if (length == 0)
+      return;
+    for (std::uint64_t l = offset / kLineSize; l <= (offset + length - 1) / kLineSize; ++l)
+      if (!lineDirty[l]) {
+        lineDirty[l] = 1;
+        dirtyLines.push_back(static_cast<std::uint32_t>(l));
+      }
+  }
+  void clearDirty() {
+    for (std::uint32_t l : dirtyLines)
+      lineDirty[l] = 0;
+    dirtyLines.clear();
+  }
 };
 
 struct DataRegion {
@@ -155,6 +174,8 @@ struct Machine::Impl {
   std::vector<TextRegion> text;
   std::vector<DataRegion> data;
   TextRegion *lastText = nullptr;
+  // The snapshot (Snapshot::Data::id) the text matches outside its regions' dirty lines; 0: none.
+  std::uint64_t textBaseline = 0;
 
   std::map<std::uint64_t, GuestHypercall> builtinHypercalls;
   std::map<std::uint64_t, arch::Hypercall> hypercalls;

@@ -46,6 +46,7 @@ void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8
     std::memcpy(r.canonical.get(), bytes.data(), bytes.size());
   r.flags.assign(size, 0);
   r.lineWatched.assign(size / kLineSize, 0);
+  r.lineDirty.assign(size / kLineSize, 0);
   for (CpuRuntime &cpu : cpus) {
     HostBuffer view = allocHost(size);
     std::memcpy(view.get(), r.canonical.get(), size);
@@ -116,6 +117,7 @@ void Machine::Impl::watchLines(std::uint64_t addr, std::uint64_t size) {
     if (w)
       continue;
     w = 1;
+    r->touch(line - r->base, kLineSize);
     if (config.quantum == 1)
       continue;
     // Fast mode: make runs stop before this line. Translated blocks made before the hook existed
@@ -141,6 +143,7 @@ void Machine::Impl::refreshLine(unsigned cpu, std::uint64_t line) {
   FTSIM_ASSERT(r);
   std::memcpy(r->views[cpu].get() + (line - r->base), r->canonical.get() + (line - r->base),
               kLineSize);
+  r->touch(line - r->base, kLineSize);
   uc_ctl_remove_cache(cpus[cpu].uc, line, line + kLineSize);
 }
 
@@ -159,6 +162,7 @@ void Machine::Impl::serialise(unsigned cpu) {
     TextRegion *r = textAt(addr);
     std::memcpy(r->views[cpu].get() + (addr - r->base), r->canonical.get() + (addr - r->base),
                 granule);
+    r->touch(addr - r->base, granule);
     if (addr != runEnd) {
       flush();
       runStart = addr;
@@ -206,6 +210,7 @@ void Machine::Impl::chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &
     std::uint8_t *slot = view + (addr - r->base);
     if (std::memcmp(slot, value, granule) != 0) {
       std::memcpy(slot, value, granule);
+      r->touch(addr - r->base, granule);
       lo = lo == hi ? addr : lo;
       hi = addr + granule;
     }
@@ -233,6 +238,7 @@ void Machine::Impl::prepareFetch(unsigned cpu, std::uint64_t pc, bool secondHalf
 void Machine::Impl::storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,
                                   std::span<const std::uint8_t> bytes) {
   std::memcpy(r.views[cpu].get() + (addr - r.base), bytes.data(), bytes.size());
+  r.touch(addr - r.base, bytes.size());
   uc_ctl_remove_cache(cpus[cpu].uc, addr, addr + bytes.size());
   auto &h = state.cpus[cpu].history;
   h.erase(h.lower_bound(addr - addr % arch.insnAlignment()), h.lower_bound(addr + bytes.size()));
@@ -298,6 +304,7 @@ void Machine::Impl::applyStore() {
   std::memcpy(r->canonical.get() + off, bytes.data(), bytes.size());
   for (std::size_t i = 0; i < bytes.size(); ++i)
     r->flags[off + i] |= kWritten;
+  r->touch(off, bytes.size());
   watchLines(addr, bytes.size());
   ++state.storesDone;
 }
@@ -308,6 +315,7 @@ void Machine::pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) 
   if (!r)
     fatal("pokeText {:#x}+{} is not inside text", addr, bytes.size());
   std::memcpy(r->canonical.get() + (addr - r->base), bytes.data(), bytes.size());
+  r->touch(addr - r->base, bytes.size());
   for (unsigned c = 0; c < m.config.cpus; ++c)
     m.storeIntoView(c, *r, addr, bytes);
 }
