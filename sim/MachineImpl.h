@@ -26,10 +26,16 @@ inline std::uint64_t lineOf(std::uint64_t addr) { return addr & ~(kLineSize - 1)
 // Unicorn calls that cannot fail on a well-formed machine.
 void check(uc_err err, const char *what);
 
-struct FreeDeleter {
-  void operator()(std::uint8_t *p) const { std::free(p); }
+// Page-aligned host memory of a known size (Memory.cpp). Freed buffers are kept per thread for
+// reuse: a machine built per execution (kernel and trampoline scenarios) would otherwise fault in
+// fresh zeroed pages for every region each time, since the allocator hands freed megabytes back
+// to the system, and that cost more than running the execution.
+struct HostDeleter {
+  std::uint64_t size = 0;
+  void operator()(std::uint8_t *p) const;
 };
-using HostBuffer = std::unique_ptr<std::uint8_t, FreeDeleter>;
+using HostBuffer = std::unique_ptr<std::uint8_t, HostDeleter>;
+HostBuffer allocHost(std::uint64_t size); // contents undefined
 
 // Per-byte flags of text.
 enum TextFlag : std::uint8_t {
@@ -43,7 +49,7 @@ struct TextRegion {
   std::uint64_t size = 0;
   HostBuffer canonical;
   std::vector<HostBuffer> views;         // one per CPU, mapped into that CPU's engine
-  std::vector<std::uint8_t> flags;       // TextFlag per byte
+  HostBuffer flags;                      // TextFlag per byte
   std::vector<std::uint8_t> lineWatched; // per 64-byte line: a site, written text or trampolines
   // Lines whose canonical bytes, view bytes, flags or watched mark changed since the machine last
   // matched a snapshot (Snapshot.cpp): restoring that snapshot rewrites only these. Every writer

@@ -7,19 +7,62 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace ftsim::sim {
 
 namespace {
 
-HostBuffer allocHost(std::uint64_t size) {
-  auto *p = static_cast<std::uint8_t *>(std::aligned_alloc(kPage, size));
-  if (!p)
-    FTSIM_PANIC("out of host memory allocating {} bytes", size);
-  return HostBuffer(p);
+// The recycled buffers of this thread, by size, up to kPoolBytes in all.
+constexpr std::uint64_t kPoolBytes = 64 << 20;
+thread_local bool poolGone = false; // after the pool's end (thread exit), buffers are just freed
+struct HostPool {
+  std::multimap<std::uint64_t, std::uint8_t *> buffers;
+  std::uint64_t bytes = 0;
+  ~HostPool() {
+    for (const auto &entry : buffers)
+      std::free(entry.second);
+    poolGone = true;
+  }
+};
+thread_local HostPool pool;
+
+// `size` bytes of the ISA's poison pattern (repeated from offset 0), by doubling copies: a byte
+// loop with a modulo cost a third of building a machine.
+void fillPoison(std::uint8_t *out, std::uint64_t size, std::span<const std::uint8_t> poison) {
+  std::uint64_t done = std::min<std::uint64_t>(poison.size(), size);
+  std::memcpy(out, poison.data(), done);
+  while (done < size) {
+    const std::uint64_t n = std::min(done, size - done);
+    std::memcpy(out + done, out, n);
+    done += n;
+  }
 }
 
 } // namespace
+
+HostBuffer allocHost(std::uint64_t size) {
+  if (!poolGone)
+    if (auto it = pool.buffers.find(size); it != pool.buffers.end()) {
+      std::uint8_t *p = it->second;
+      pool.buffers.erase(it);
+      pool.bytes -= size;
+      return HostBuffer(p, HostDeleter{size});
+    }
+  auto *p = static_cast<std::uint8_t *>(std::aligned_alloc(kPage, roundUp(size, kPage)));
+  if (!p)
+    FTSIM_PANIC("out of host memory allocating {} bytes", size);
+  return HostBuffer(p, HostDeleter{size});
+}
+
+void HostDeleter::operator()(std::uint8_t *p) const {
+  if (!poolGone && pool.bytes + size <= kPoolBytes) {
+    pool.buffers.emplace(size, p);
+    pool.bytes += size;
+    return;
+  }
+  std::free(p);
+}
 
 void Machine::Impl::checkFree(std::uint64_t addr, std::uint64_t size) const {
   for (const TextRegion &r : text)
@@ -40,11 +83,11 @@ void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8
   r.base = addr;
   r.size = size;
   r.canonical = allocHost(size);
-  for (std::uint64_t i = 0; i < size; ++i)
-    r.canonical.get()[i] = abi.poison[i % abi.poison.size()];
+  fillPoison(r.canonical.get(), size, abi.poison);
   if (!bytes.empty()) // memcpy from an empty span's null data() is undefined
     std::memcpy(r.canonical.get(), bytes.data(), bytes.size());
-  r.flags.assign(size, 0);
+  r.flags = allocHost(size);
+  std::memset(r.flags.get(), 0, size);
   r.lineWatched.assign(size / kLineSize, 0);
   r.lineDirty.assign(size / kLineSize, 0);
   for (CpuRuntime &cpu : cpus) {
@@ -303,7 +346,7 @@ void Machine::Impl::applyStore() {
   const std::uint64_t off = addr - r->base;
   std::memcpy(r->canonical.get() + off, bytes.data(), bytes.size());
   for (std::size_t i = 0; i < bytes.size(); ++i)
-    r->flags[off + i] |= kWritten;
+    r->flags.get()[off + i] |= kWritten;
   r->touch(off, bytes.size());
   watchLines(addr, bytes.size());
   ++state.storesDone;

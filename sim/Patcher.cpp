@@ -207,7 +207,7 @@ void Machine::freeText(std::uint64_t addr, std::size_t size) {
     poison[i] = m.abi.poison[(addr + i - m.config.moduleBase) % m.abi.poison.size()];
   pokeText(addr, poison);
   for (std::size_t i = 0; i < size; ++i)
-    r->flags[addr - r->base + i] |= kFreedByte;
+    r->flags.get()[addr - r->base + i] |= kFreedByte;
   r->touch(addr - r->base, size);
   m.logNote(EventKind::Free, addr, size);
 }

@@ -57,7 +57,7 @@ Snapshot Machine::snapshot() const {
     t.canonical.assign(r.canonical.get(), r.canonical.get() + r.size);
     for (const HostBuffer &v : r.views)
       t.views.emplace_back(v.get(), v.get() + r.size);
-    t.flags = r.flags;
+    t.flags.assign(r.flags.get(), r.flags.get() + r.size);
     t.lineWatched = r.lineWatched;
     d.text.push_back(std::move(t));
     r.clearDirty();
@@ -85,7 +85,7 @@ void Machine::restore(const Snapshot &snapshot) {
   auto restoreLine = [&m](TextRegion &r, const Snapshot::Data::Text &t, std::uint64_t line) {
     const std::uint64_t off = line * kLineSize;
     std::memcpy(r.canonical.get() + off, t.canonical.data() + off, kLineSize);
-    std::memcpy(r.flags.data() + off, t.flags.data() + off, kLineSize);
+    std::memcpy(r.flags.get() + off, t.flags.data() + off, kLineSize);
     r.lineWatched[line] = t.lineWatched[line];
     for (unsigned c = 0; c < m.config.cpus; ++c) {
       std::uint8_t *view = r.views[c].get() + off;
