@@ -194,10 +194,11 @@ void Machine::watchSite(std::uint64_t addr, std::uint32_t size,
     return;
   }
   for (std::uint32_t i = 0; i < size; ++i) {
-    if (r->flags[addr - r->base + i] & kSiteByte)
+    if (r->flags.get()[addr - r->base + i] & kSiteByte)
       fatal("patch site {:#x}+{} overlaps another site", addr, size);
-    r->flags[addr - r->base + i] |= kSiteByte;
+    r->flags.get()[addr - r->base + i] |= kSiteByte;
   }
+  r->touch(addr - r->base, size);
   m.state.sites[addr] = Site{addr, size, std::move(allowedStates)};
   m.watchLines(addr, size);
 }

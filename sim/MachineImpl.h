@@ -1,22 +1,20 @@
 #pragma once
 // Machine's private state. Split in two: State is every value a Snapshot must capture (plain
-// copyable data); the rest (engines, host buffers, hooks, the patcher thread, bindings) lives as
-// long as the Machine.
+// copyable data); the rest (engines, host buffers, hooks, the patcher's fiber, bindings) lives
+// as long as the Machine.
 
+#include "Fiber.h"
 #include "GuestAbi.h"
 
 #include "ftsim/sim/Machine.h"
 
 #include <unicorn/unicorn.h>
 
-#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
-#include <thread>
 
 namespace ftsim::sim {
 
@@ -28,10 +26,16 @@ inline std::uint64_t lineOf(std::uint64_t addr) { return addr & ~(kLineSize - 1)
 // Unicorn calls that cannot fail on a well-formed machine.
 void check(uc_err err, const char *what);
 
-struct FreeDeleter {
-  void operator()(std::uint8_t *p) const { std::free(p); }
+// Page-aligned host memory of a known size (Memory.cpp). Freed buffers are kept per thread for
+// reuse: a machine built per execution (kernel and trampoline scenarios) would otherwise fault in
+// fresh zeroed pages for every region each time, since the allocator hands freed megabytes back
+// to the system, and that cost more than running the execution.
+struct HostDeleter {
+  std::uint64_t size = 0;
+  void operator()(std::uint8_t *p) const;
 };
-using HostBuffer = std::unique_ptr<std::uint8_t, FreeDeleter>;
+using HostBuffer = std::unique_ptr<std::uint8_t, HostDeleter>;
+HostBuffer allocHost(std::uint64_t size); // contents undefined
 
 // Per-byte flags of text.
 enum TextFlag : std::uint8_t {
@@ -45,9 +49,28 @@ struct TextRegion {
   std::uint64_t size = 0;
   HostBuffer canonical;
   std::vector<HostBuffer> views;         // one per CPU, mapped into that CPU's engine
-  std::vector<std::uint8_t> flags;       // TextFlag per byte
+  HostBuffer flags;                      // TextFlag per byte
   std::vector<std::uint8_t> lineWatched; // per 64-byte line: a site, written text or trampolines
+  // Lines whose canonical bytes, view bytes, flags or watched mark changed since the machine last
+  // matched a snapshot (Snapshot.cpp): restoring that snapshot rewrites only these. Every writer
+  // of the fields above calls touch().
+  std::vector<std::uint8_t> lineDirty;
+  std::vector<std::uint32_t> dirtyLines;
   bool contains(std::uint64_t a) const { return a - base < size; }
+  void touch(std::uint64_t offset, std::uint64_t length) {
+    if (length == 0)
+      return;
+    for (std::uint64_t l = offset / kLineSize; l <= (offset + length - 1) / kLineSize; ++l)
+      if (!lineDirty[l]) {
+        lineDirty[l] = 1;
+        dirtyLines.push_back(static_cast<std::uint32_t>(l));
+      }
+  }
+  void clearDirty() {
+    for (std::uint32_t l : dirtyLines)
+      lineDirty[l] = 0;
+    dirtyLines.clear();
+  }
 };
 
 struct DataRegion {
@@ -119,11 +142,7 @@ struct CpuRuntime {
 class PatcherAborted {};
 
 struct PatcherRuntime {
-  std::thread thread;
-  std::thread::id id;
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool patcherTurn = false;
+  std::unique_ptr<Fiber> fiber; // made by the first startPatcher, reused by every later one
   bool alive = false;
   bool abort = false;
   std::exception_ptr error;
@@ -161,6 +180,8 @@ struct Machine::Impl {
   std::vector<TextRegion> text;
   std::vector<DataRegion> data;
   TextRegion *lastText = nullptr;
+  // The snapshot (Snapshot::Data::id) the text matches outside its regions' dirty lines; 0: none.
+  std::uint64_t textBaseline = 0;
 
   std::map<std::uint64_t, GuestHypercall> builtinHypercalls;
   std::map<std::uint64_t, arch::Hypercall> hypercalls;
@@ -227,6 +248,7 @@ struct Machine::Impl {
   bool inPatcher() const;
   void startPatcher(std::function<void(arch::MachinePort &)> body);
   void resumePatcher();
+  void afterPatcherRan();
   void yieldToMain();
   bool waitOver() const;
   void resumeWaitingPatcher();

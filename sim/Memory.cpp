@@ -7,19 +7,62 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace ftsim::sim {
 
 namespace {
 
-HostBuffer allocHost(std::uint64_t size) {
-  auto *p = static_cast<std::uint8_t *>(std::aligned_alloc(kPage, size));
-  if (!p)
-    FTSIM_PANIC("out of host memory allocating {} bytes", size);
-  return HostBuffer(p);
+// The recycled buffers of this thread, by size, up to kPoolBytes in all.
+constexpr std::uint64_t kPoolBytes = 64 << 20;
+thread_local bool poolGone = false; // after the pool's end (thread exit), buffers are just freed
+struct HostPool {
+  std::multimap<std::uint64_t, std::uint8_t *> buffers;
+  std::uint64_t bytes = 0;
+  ~HostPool() {
+    for (const auto &entry : buffers)
+      std::free(entry.second);
+    poolGone = true;
+  }
+};
+thread_local HostPool pool;
+
+// `size` bytes of the ISA's poison pattern (repeated from offset 0), by doubling copies: a byte
+// loop with a modulo cost a third of building a machine.
+void fillPoison(std::uint8_t *out, std::uint64_t size, std::span<const std::uint8_t> poison) {
+  std::uint64_t done = std::min<std::uint64_t>(poison.size(), size);
+  std::memcpy(out, poison.data(), done);
+  while (done < size) {
+    const std::uint64_t n = std::min(done, size - done);
+    std::memcpy(out + done, out, n);
+    done += n;
+  }
 }
 
 } // namespace
+
+HostBuffer allocHost(std::uint64_t size) {
+  if (!poolGone)
+    if (auto it = pool.buffers.find(size); it != pool.buffers.end()) {
+      std::uint8_t *p = it->second;
+      pool.buffers.erase(it);
+      pool.bytes -= size;
+      return HostBuffer(p, HostDeleter{size});
+    }
+  auto *p = static_cast<std::uint8_t *>(std::aligned_alloc(kPage, roundUp(size, kPage)));
+  if (!p)
+    FTSIM_PANIC("out of host memory allocating {} bytes", size);
+  return HostBuffer(p, HostDeleter{size});
+}
+
+void HostDeleter::operator()(std::uint8_t *p) const {
+  if (!poolGone && pool.bytes + size <= kPoolBytes) {
+    pool.buffers.emplace(size, p);
+    pool.bytes += size;
+    return;
+  }
+  std::free(p);
+}
 
 void Machine::Impl::checkFree(std::uint64_t addr, std::uint64_t size) const {
   for (const TextRegion &r : text)
@@ -40,12 +83,13 @@ void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8
   r.base = addr;
   r.size = size;
   r.canonical = allocHost(size);
-  for (std::uint64_t i = 0; i < size; ++i)
-    r.canonical.get()[i] = abi.poison[i % abi.poison.size()];
+  fillPoison(r.canonical.get(), size, abi.poison);
   if (!bytes.empty()) // memcpy from an empty span's null data() is undefined
     std::memcpy(r.canonical.get(), bytes.data(), bytes.size());
-  r.flags.assign(size, 0);
+  r.flags = allocHost(size);
+  std::memset(r.flags.get(), 0, size);
   r.lineWatched.assign(size / kLineSize, 0);
+  r.lineDirty.assign(size / kLineSize, 0);
   for (CpuRuntime &cpu : cpus) {
     HostBuffer view = allocHost(size);
     std::memcpy(view.get(), r.canonical.get(), size);
@@ -116,6 +160,7 @@ void Machine::Impl::watchLines(std::uint64_t addr, std::uint64_t size) {
     if (w)
       continue;
     w = 1;
+    r->touch(line - r->base, kLineSize);
     if (config.quantum == 1)
       continue;
     // Fast mode: make runs stop before this line. Translated blocks made before the hook existed
@@ -141,6 +186,7 @@ void Machine::Impl::refreshLine(unsigned cpu, std::uint64_t line) {
   FTSIM_ASSERT(r);
   std::memcpy(r->views[cpu].get() + (line - r->base), r->canonical.get() + (line - r->base),
               kLineSize);
+  r->touch(line - r->base, kLineSize);
   uc_ctl_remove_cache(cpus[cpu].uc, line, line + kLineSize);
 }
 
@@ -159,6 +205,7 @@ void Machine::Impl::serialise(unsigned cpu) {
     TextRegion *r = textAt(addr);
     std::memcpy(r->views[cpu].get() + (addr - r->base), r->canonical.get() + (addr - r->base),
                 granule);
+    r->touch(addr - r->base, granule);
     if (addr != runEnd) {
       flush();
       runStart = addr;
@@ -206,6 +253,7 @@ void Machine::Impl::chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &
     std::uint8_t *slot = view + (addr - r->base);
     if (std::memcmp(slot, value, granule) != 0) {
       std::memcpy(slot, value, granule);
+      r->touch(addr - r->base, granule);
       lo = lo == hi ? addr : lo;
       hi = addr + granule;
     }
@@ -233,6 +281,7 @@ void Machine::Impl::prepareFetch(unsigned cpu, std::uint64_t pc, bool secondHalf
 void Machine::Impl::storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,
                                   std::span<const std::uint8_t> bytes) {
   std::memcpy(r.views[cpu].get() + (addr - r.base), bytes.data(), bytes.size());
+  r.touch(addr - r.base, bytes.size());
   uc_ctl_remove_cache(cpus[cpu].uc, addr, addr + bytes.size());
   auto &h = state.cpus[cpu].history;
   h.erase(h.lower_bound(addr - addr % arch.insnAlignment()), h.lower_bound(addr + bytes.size()));
@@ -297,7 +346,8 @@ void Machine::Impl::applyStore() {
   const std::uint64_t off = addr - r->base;
   std::memcpy(r->canonical.get() + off, bytes.data(), bytes.size());
   for (std::size_t i = 0; i < bytes.size(); ++i)
-    r->flags[off + i] |= kWritten;
+    r->flags.get()[off + i] |= kWritten;
+  r->touch(off, bytes.size());
   watchLines(addr, bytes.size());
   ++state.storesDone;
 }
@@ -308,6 +358,7 @@ void Machine::pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) 
   if (!r)
     fatal("pokeText {:#x}+{} is not inside text", addr, bytes.size());
   std::memcpy(r->canonical.get() + (addr - r->base), bytes.data(), bytes.size());
+  r->touch(addr - r->base, bytes.size());
   for (unsigned c = 0; c < m.config.cpus; ++c)
     m.storeIntoView(c, *r, addr, bytes);
 }

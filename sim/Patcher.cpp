@@ -1,6 +1,6 @@
-// The patcher: engine code (straight-line C++ against MachinePort) on a host thread, handing a
-// baton back and forth with run(). Exactly one side runs at a time, so the schedule alone decides
-// everything: the thread is a coroutine with a stack, not concurrency.
+// The patcher: engine code (straight-line C++ against MachinePort) as a stackful coroutine on the
+// calling thread (Fiber.h). Exactly one of run() and the body executes at any time, so the
+// schedule alone decides everything.
 //
 // Each visible action parks the patcher in a PatcherState and yields:
 //   Store / Publish    -> an enabled event; run() resumes the patcher right after executing it;
@@ -33,65 +33,48 @@ std::string_view Machine::Impl::patcherStateName(PatcherState s) {
   FTSIM_PANIC("bad PatcherState {}", static_cast<int>(s));
 }
 
-bool Machine::Impl::inPatcher() const {
-  return patcher.alive && std::this_thread::get_id() == patcher.id;
-}
+bool Machine::Impl::inPatcher() const { return patcher.alive && patcher.fiber->inside(); }
 
 void Machine::Impl::startPatcher(std::function<void(arch::MachinePort &)> body) {
   if (patcher.alive)
     fatal("a patcher is already running");
-  if (patcher.thread.joinable())
-    patcher.thread.join();
+  if (!patcher.fiber)
+    patcher.fiber = std::make_unique<Fiber>();
   patcher.alive = true;
   patcher.abort = false;
   patcher.error = nullptr;
   patcher.state = PatcherState::None;
-  patcher.thread = std::thread([this, body = std::move(body)] {
-    {
-      std::unique_lock lock(patcher.mutex);
-      patcher.cv.wait(lock, [&] { return patcher.patcherTurn; });
-    }
+  patcher.fiber->start([this, body = std::move(body)] {
     try {
-      if (!patcher.abort)
-        body(self);
+      body(self);
     } catch (const PatcherAborted &) {
     } catch (...) {
       patcher.error = std::current_exception();
     }
-    std::unique_lock lock(patcher.mutex);
     patcher.alive = false;
     patcher.state = PatcherState::None;
-    patcher.patcherTurn = false;
-    patcher.cv.notify_all();
   });
-  patcher.id = patcher.thread.get_id();
-  resumePatcher();
+  afterPatcherRan();
 }
 
 // Main side: let the patcher run until it parks again or finishes.
 void Machine::Impl::resumePatcher() {
-  {
-    std::unique_lock lock(patcher.mutex);
-    patcher.patcherTurn = true;
-    patcher.cv.notify_all();
-    patcher.cv.wait(lock, [&] { return !patcher.patcherTurn; });
-  }
-  if (!patcher.alive) {
-    patcher.thread.join();
-    if (patcher.error) {
-      std::exception_ptr e = patcher.error;
-      patcher.error = nullptr;
-      std::rethrow_exception(e);
-    }
+  patcher.fiber->resume();
+  afterPatcherRan();
+}
+
+// Main side, once the patcher has parked or finished: a finished body's exception is rethrown.
+void Machine::Impl::afterPatcherRan() {
+  if (!patcher.alive && patcher.error) {
+    std::exception_ptr e = patcher.error;
+    patcher.error = nullptr;
+    std::rethrow_exception(e);
   }
 }
 
-// Patcher side: park and wait for the baton.
+// Patcher side: park until main resumes it. An abort unwinds the body from here.
 void Machine::Impl::yieldToMain() {
-  std::unique_lock lock(patcher.mutex);
-  patcher.patcherTurn = false;
-  patcher.cv.notify_all();
-  patcher.cv.wait(lock, [&] { return patcher.patcherTurn; });
+  patcher.fiber->suspend();
   if (patcher.abort)
     throw PatcherAborted();
 }
@@ -130,16 +113,13 @@ void Machine::Impl::resumeWaitingPatcher() {
     resumePatcher();
 }
 
+// Unwind a parked patcher: it throws PatcherAborted from where it waits, its stack's objects are
+// destroyed, and the fiber is idle again.
 void Machine::Impl::abortPatcher() {
-  if (patcher.alive) {
-    std::unique_lock lock(patcher.mutex);
-    patcher.abort = true;
-    patcher.patcherTurn = true;
-    patcher.cv.notify_all();
-    patcher.cv.wait(lock, [&] { return !patcher.alive; });
-  }
-  if (patcher.thread.joinable())
-    patcher.thread.join();
+  patcher.abort = true;
+  while (patcher.alive)
+    patcher.fiber->resume();
+  patcher.abort = false;
   patcher.error = nullptr;
   patcher.state = PatcherState::None;
 }
@@ -227,7 +207,8 @@ void Machine::freeText(std::uint64_t addr, std::size_t size) {
     poison[i] = m.abi.poison[(addr + i - m.config.moduleBase) % m.abi.poison.size()];
   pokeText(addr, poison);
   for (std::size_t i = 0; i < size; ++i)
-    r->flags[addr - r->base + i] |= kFreedByte;
+    r->flags.get()[addr - r->base + i] |= kFreedByte;
+  r->touch(addr - r->base, size);
   m.logNote(EventKind::Free, addr, size);
 }
 

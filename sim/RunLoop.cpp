@@ -100,7 +100,7 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
     if (cs.pending())
       prepareFetch(cpu, pc, secondHalf, scheduler);
     if (TextRegion *r = textAt(pc)) {
-      std::uint8_t flags = r->flags[pc - r->base];
+      std::uint8_t flags = r->flags.get()[pc - r->base];
       if (flags & (kSiteByte | kFreedByte))
         checkWatchedFetch(cpu, rec, *r, pc, flags);
       if (!cs.history.empty() || !cs.dirtyLines.empty() || flags) {

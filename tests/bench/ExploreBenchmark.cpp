@@ -1,7 +1,9 @@
 // Exploration benchmark: one complete exhaustive exploration per iteration, with source-DPOR +
 // sleep sets and naive, on the same site-level scenarios. Counters: executions of one exploration
 // (the reduction factor is naive/dpor) and executions per second (CPU time of the thread, which
-// includes restoring the snapshot, running the machine and the oracles).
+// includes restoring the snapshot, running the machine and the patcher, and the oracles: the
+// patcher runs on this thread). The same explorations by an earlier build: time its
+// `ftsim check` on the same scenarios side by side with this one's.
 // Run build/tests/verify/ftsim_bench_explore.
 
 #include "ftsim/verify/explore/Explore.h"
@@ -66,6 +68,13 @@ BENCHMARK_CAPTURE(explore, int3_atomic_naive, atomic(scenario("int3", 2, 1, T::N
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(explore, int3_stale_2sites_dpor, scenario("int3", 2, 2, T::NopToCall), true, -1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+// `ftsim check --protocol int3 --fetch stale --store byte [--cpus 3]`: 68 and 9244 executions.
+BENCHMARK_CAPTURE(explore, int3_stale_2cpus_dpor, scenario("int3", 2, 1, T::NopToCall), true, -1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(20);
+BENCHMARK_CAPTURE(explore, int3_stale_3cpus_dpor, scenario("int3", 3, 1, T::NopToCall), true, -1)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -108,6 +108,35 @@ TEST(TrampolineLifetime, FetchingFreedTrampolineIsAFinding) {
   EXPECT_EQ(it->decoded, "ud2"); // the poison
 }
 
+// Host memory is recycled between machines: a machine built after one whose trampoline was freed
+// (poisoned and flagged) starts with clean text and flags. (The call to the trampoline is none of
+// the site's allowed states: torn-fetch findings are expected and not looked at.)
+TEST(TrampolineLifetime, AMachineBuiltAfterOneThatFreedATrampolineStartsClean) {
+  for (bool freeIt : {true, false, false}) {
+    X86Scenario s(4);
+    MachineConfig c;
+    c.cpus = 2;
+    Machine m(x86(), c);
+    s.install(m, {1});
+    const std::uint64_t tramp = m.allocText(64, s.site);
+    EXPECT_EQ(m.viewBytes(1, tramp, 2), (arch::Bytes{0x0f, 0x0b})); // poison: ud2
+    m.pokeText(tramp, std::vector<std::uint8_t>{0xc3});             // ret
+    m.pokeText(s.site, x86().call(s.site, tramp).bytes);
+    if (freeIt)
+      m.startPatcher([&](arch::MachinePort &port) { port.freeText(tramp, 64); });
+    RoundRobinScheduler rr;
+    EXPECT_EQ(m.run(rr).status, RunResult::Status::Completed);
+    auto findings = m.findings();
+    const bool fetchedFreed = std::any_of(findings.begin(), findings.end(), [](const Finding &f) {
+      return f.kind == FindingKind::TrampolineLifetime;
+    });
+    EXPECT_EQ(fetchedFreed, freeIt) << m.logText();
+    if (!freeIt) {
+      EXPECT_EQ(m.task(0).result, X86Scenario::expectedResult(0));
+    }
+  }
+}
+
 TEST(FastMode, SameResultsAndSiteFetchesStillObserved) {
   X86Scenario s(4);
   MachineConfig c;

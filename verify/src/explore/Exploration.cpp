@@ -116,7 +116,8 @@ bool Exploration::finish(sim::Scheduler &scheduler, unsigned preemptions, bool c
   cex.choices = sim::choicesOf(m.schedule());
   cex.preemptions = preemptions;
   cex.events = cex.violation.event + 1;
-  cex.logHash = fnv1a(m.logText());
+  if (options_.hashLogs)
+    cex.logHash = fnv1a(m.logText());
   if (!result_.counterexample)
     result_.counterexample = cex;
   bool more = !options_.stopAtFirst;

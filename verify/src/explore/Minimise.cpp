@@ -33,7 +33,8 @@ bool smaller(const Counterexample &c, const Counterexample &than) {
   return c.preemptions < than.preemptions || c.events < than.events;
 }
 
-// The violation of `oracle` in the execution the harness holds, as a counterexample.
+// The violation of `oracle` in the execution the harness holds, as a counterexample (its log not
+// hashed: formatting every candidate's log cost most of a minimisation).
 std::optional<Counterexample> violationOf(Harness &h, const OracleList &oracles,
                                           const std::string &oracle, sim::RunResult run,
                                           unsigned preemptions) {
@@ -45,7 +46,6 @@ std::optional<Counterexample> violationOf(Harness &h, const OracleList &oracles,
       c.choices = sim::choicesOf(m.schedule());
       c.preemptions = preemptions;
       c.events = v.event + 1;
-      c.logHash = fnv1a(m.logText());
       return c;
     }
   return std::nullopt;
@@ -89,6 +89,7 @@ Counterexample fewestPreemptions(Harness &h, const Counterexample &found, const 
     o.preemptionBound = static_cast<int>(bound);
     o.maxExecutions = budget;
     o.stopAtFirst = false;
+    o.hashLogs = false;
     o.oracles = oracles;
     Exploration exploration(h, o);
     std::optional<Counterexample> best;
@@ -116,6 +117,8 @@ Counterexample minimise(Harness &harness, const Counterexample &found, const Ora
     if (smaller(bounded, best))
       best = bounded;
   }
+  if (smaller(best, found))
+    best.logHash = replayChoices(harness, best.choices, list).logHash;
   return best;
 }
 

@@ -71,7 +71,7 @@ struct Counterexample {
   std::vector<std::uint32_t> choices; // the decision sequence (sim::ReplayScheduler answers)
   unsigned preemptions = 0;
   std::uint64_t events = 0;  // events up to and including the violation's
-  std::uint64_t logHash = 0; // FNV-1a of the execution's full logText()
+  std::uint64_t logHash = 0; // FNV-1a of the execution's full logText() (0: not hashed)
 };
 
 struct ExploreOptions {
@@ -82,7 +82,10 @@ struct ExploreOptions {
   std::uint64_t seed = 1;
   unsigned pctDepth = 3;
   bool stopAtFirst = true; // stop at the first violating execution
-  OracleList oracles;      // empty: oraclesFor(harness)
+  // Give each counterexample its logHash, which formats the execution's whole event log. The
+  // searches inside minimise() do without: only the counterexample they return is hashed.
+  bool hashLogs = true;
+  OracleList oracles; // empty: oraclesFor(harness)
   // Called every `progressEvery` of wall time with the running stats (stderr progress).
   std::function<void(const ExploreStats &)> progress;
   std::chrono::milliseconds progressEvery{1000};
@@ -150,7 +153,8 @@ ExploreResult explore(Harness &harness, const ExploreOptions &options);
 // still shows a violation of the same oracle; then, for harnesses with cheap executions, naive
 // preemption-bounded exhaustive search at bounds 0, 1, ... up to the counterexample's own
 // preemption count, keeping the violation observed earliest (at most `budget` executions per
-// bound). Returns `found` when nothing smaller is found.
+// bound). Returns `found` when nothing smaller is found. Candidates are judged without formatting
+// their logs; a smaller counterexample is replayed once at the end for its logHash.
 Counterexample minimise(Harness &harness, const Counterexample &found,
                         const OracleList &oracles = {}, std::uint64_t budget = 20000);
 
