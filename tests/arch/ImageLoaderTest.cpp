@@ -165,12 +165,7 @@ struct EditedImage {
   }
   std::string loadError(const std::string &path) const {
     writeAll(path, bytes);
-    try {
-      arch::loadImage(path);
-    } catch (const FatalError &e) {
-      return e.what();
-    }
-    return "";
+    return ::loadError(path);
   }
 };
 
