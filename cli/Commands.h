@@ -34,6 +34,7 @@ void addDemoCommand(CLI::App &app, CommandResult &result);
 void addFlagsCommand(CLI::App &app, CommandResult &result);
 void addTraceCommand(CLI::App &app, CommandResult &result);
 void addFuzzCommand(CLI::App &app, CommandResult &result);
+void addReproCommand(CLI::App &app, CommandResult &result);
 
 // An option that sets `into` only when given (so "not given" and any value stay apart).
 template <typename T>

@@ -1,5 +1,5 @@
 // ftsim flags VALUE...: decode dyn_ftrace.flags words in the current kernel's layout and in the
-// seed slides' 3.x layout, side by side.
+// Rostedt's slides' 3.x layout, side by side.
 
 #include "Commands.h"
 

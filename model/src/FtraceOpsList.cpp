@@ -31,7 +31,7 @@ bool FtraceCore::removeOps(FtraceOps &ops) {
 // called through ftrace_ops_assist_func.
 TraceFunction FtraceCore::opsGetListFunc(FtraceOps &ops) const {
   // ftrace_ops_get_list_func(): a dynamic or RCU ops always goes through the list function, which
-  // disables preemption around the call (seed slides, "Dynamic ftrace_ops").
+  // disables preemption around the call (Rostedt's slides, "Dynamic ftrace_ops").
   if (ops.has(OpsFlag::Dynamic) || ops.has(OpsFlag::Rcu))
     return {TraceFunction::Kind::ListFunc, nullptr};
   if (ops.has(OpsFlag::Recursion))

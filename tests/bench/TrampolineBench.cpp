@@ -1,4 +1,4 @@
-// The seed commit's point in numbers (f3bea491, seed 004): the function tracer on every function
+// f3bea49115b2's point in numbers (f3bea491): the function tracer on every function
 // and a kprobe-like ops (SAVE_REGS) on schedule. Before per-ops trampolines every traced call goes
 // ftrace_caller -> ftrace_ops_list_func, which tests both ops' hashes; with them, every function
 // but schedule calls the tracer's own trampoline, which calls function_trace_call directly. Both

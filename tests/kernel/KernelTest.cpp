@@ -140,7 +140,7 @@ TEST(Kernel, BootsPpc32BothLayouts) {
 namespace ftsim::kernel {
 namespace {
 
-// The seed's breakpoint walk-through on the machine: while the patcher enables `schedule` with the
+// The slides' breakpoint walk-through on the machine: while the patcher enables `schedule` with the
 // int3 protocol, CPU 1's instruction view of the site passes through exactly the slides' states
 // (0f 1f 44 00 00 -> cc 1f 44 00 00 -> cc <call tail> -> e8 <call>), observed at every decision.
 TEST(KernelWalkThrough, CpuOneSeesTheSlidesByteStatesWhileScheduleIsEnabled) {

@@ -1,4 +1,4 @@
-// The seed slides' example on the running machine: the function tracer on every function and a
+// Rostedt's slides' example on the running machine: the function tracer on every function and a
 // second ops (perf-like, SAVE_REGS) on `schedule` only, registered while 3 CPUs run workloads.
 // Per-record counts and flags match the slides, the list function is called where both apply,
 // and every call of every enabled function is traced exactly once, counted independently from

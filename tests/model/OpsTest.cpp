@@ -1,5 +1,5 @@
 // ftrace_ops registration, per-record reference counts and flags, the update engine and the list
-// function — starting with the seed slides' example (function tracer on everything, perf on the
+// function — starting with Rostedt's slides' example (function tracer on everything, perf on the
 // scheduler).
 
 #include "FakeKernel.h"

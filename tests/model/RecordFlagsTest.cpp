@@ -1,5 +1,6 @@
-// The flags walk-through of the seed slides: 0x20000001, 0xa0000001, 0xe0000001 decoded in the
-// slides' 3.x layout and in the current kernel's layout, with the consistency findings.
+// The flags walk-through of Rostedt's "Ftrace Kernel Hooks" slides: 0x20000001, 0xa0000001,
+// 0xe0000001 decoded in the slides' 3.x layout and in the current kernel's layout, with the
+// consistency findings.
 
 #include "ftsim/model/RecordFlags.h"
 

@@ -1,4 +1,4 @@
-// Live kernel patching on the running x86-64 guest (seed slides, "Live Kernel Patching!" and
+// Live kernel patching on the running x86-64 guest (Rostedt's slides, "Live Kernel Patching!" and
 // "Another Solution"): posix_cpu_timer_set (returns version 1) is redirected to
 // posix_cpu_timer_set_v2 (version 2) while tasks call it on two CPUs, either by an ftrace ops with
 // IPMODIFY | SAVE_REGS whose callback sets regs->ip (klp_ftrace_handler), or by a `jmp` patched

@@ -1,4 +1,4 @@
-// Per-ops dynamic trampolines (f3bea491, seed 004) on the running x86-64 guest: the seed commit's
+// Per-ops dynamic trampolines (f3bea491) on the running x86-64 guest: f3bea49115b2's
 // point (with the function tracer on everything and a kprobe-like ops on one function, only that
 // function's site goes through the list function), kprobes on ftrace sharing a site with the
 // function tracer, and records moving between trampoline, list function and nop. The
@@ -25,7 +25,7 @@ kernel::KernelConfig trampolineConfig(unsigned cpus) {
   return config;
 }
 
-// The seed commit: "if you are tracing all functions in the kernel and then add a kprobe to a
+// f3bea49115b2: "if you are tracing all functions in the kernel and then add a kprobe to a
 // function ... the kprobes ftrace_ops is checked for every function being traced!" — no longer.
 // Both ops are registered before the tasks run (boot-time patching), so every call is traced.
 TEST(OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {

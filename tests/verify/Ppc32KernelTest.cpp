@@ -22,8 +22,8 @@ using kernel::testing::fastConfigFor;
 using kernel::testing::guestImagePath;
 using kernel::testing::siteOf;
 
-// The seed commit on ppc32: the function tracer on everything and a probe-like SAVE_REGS ops on
-// schedule; only schedule's site calls ftrace_regs_caller (and the list function), every other
+// f3bea49115b2's example on ppc32: the function tracer on everything and a probe-like SAVE_REGS ops
+// on schedule; only schedule's site calls ftrace_regs_caller (and the list function), every other
 // site `bl`s the function tracer's own trampoline, every call is traced once.
 TEST(Ppc32OpsTrampoline, OnlyTheProbedFunctionGoesThroughTheListFunction) {
   FTSIM_REQUIRE_IMAGE("ppc32-mcount");

@@ -1,6 +1,7 @@
-/* The guest "kernel": a few dozen functions with the names the seed slides use, compiled by the
- * real compilers with the kernel's flags, so every function gets a real mcount/fentry site.
- * Hypercalls are asm stubs (entry.S): a trap the simulator recognises by address, then a return. */
+/* The guest "kernel": a few dozen functions with the names Rostedt's "Ftrace Kernel Hooks" slides
+ * use, compiled by the real compilers with the kernel's flags, so every function gets a real
+ * mcount/fentry site. Hypercalls are asm stubs (entry.S): a trap the simulator recognises by
+ * address, then a return. */
 #pragma once
 
 /* Every guest function stays a function its callers call, whatever the compiler and its version:

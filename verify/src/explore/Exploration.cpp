@@ -109,7 +109,7 @@ bool Exploration::finish(sim::Scheduler &scheduler, unsigned preemptions, bool c
     states_.insert(harness_.finalStateHash());
   progress();
   if (violations.empty())
-    return true;
+    return options_.wallSeconds <= 0 || elapsed() < options_.wallSeconds;
   ++result_.violatingExecutions;
   Counterexample cex;
   cex.violation = violations.front();

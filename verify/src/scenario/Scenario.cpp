@@ -262,6 +262,8 @@ std::string Scenario::toToml() const {
     out += fmt::format("source = {}\n", tomlString(source));
   if (!fidelity.empty())
     out += fmt::format("fidelity = {}\n", tomlString(fidelity));
+  if (!published.empty())
+    out += fmt::format("published = {}\n", tomlString(published));
   out += fmt::format("arch = \"{}\"\nprotocol = \"{}\"\ncpus = {}\n", arch, protocol, cpus);
   out += fmt::format("store = \"{}\"\nfetch = \"{}\"\npreemption = {}\n",
                      sim::storeModelName(store), fetch->name(), preemption);

@@ -334,8 +334,8 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
     fatal("{}:{}: {}", origin, e.source().begin.line, e.description());
   }
   TableReader top(root, origin, "",
-                  {"name", "source", "fidelity", "arch", "protocol", "cpus", "store", "fetch",
-                   "preemption", "code", "sites", "patch", "bounds", "expect", "engine",
+                  {"name", "source", "fidelity", "published", "arch", "protocol", "cpus", "store",
+                   "fetch", "preemption", "code", "sites", "patch", "bounds", "expect", "engine",
                    "trampoline", "explore"});
   Scenario s;
   s.name = std::filesystem::path(origin).stem().string();
@@ -347,6 +347,13 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
     if (!isFidelityWord(*v))
       fatal("{}: fidelity '{}' is not one of {}", origin, *v, fmt::join(kFidelityWords, ", "));
     s.fidelity = *v;
+  }
+  if (auto v = top.string("published")) {
+    if (v->empty() ||
+        v->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
+      fatal("{}: published '{}' is not a page name (lower-case letters, digits and '-')", origin,
+            *v);
+    s.published = *v;
   }
   auto arch = top.string("arch");
   if (!arch)

@@ -80,8 +80,8 @@ using arch::modifyCodeDirect;
 
 // The plain-store protocol: every modification is one read-verify-write through the port, and a
 // batch ends with one syncCores(). Correct at boot and whenever no other CPU executes the text
-// (stop_machine); under concurrent execution it is the torn-write hazard of the seed slides, which
-// is exactly what the simulator's `direct` protocol variant shows.
+// (stop_machine); under concurrent execution it is the torn-write hazard of Rostedt's "Ftrace
+// Kernel Hooks" slides, which is exactly what the simulator's `direct` protocol variant shows.
 class PlainStorePatcher : public ArchPatcher {
 public:
   // `functionAddress` maps a TraceFunction to the guest address ftrace_call must call;

@@ -4,8 +4,8 @@
 //  - the current kernel's (include/linux/ftrace.h since v6.4, commit "ftrace: Add MODIFIED flag"):
 //    ENABLED 31, REGS 30, REGS_EN 29, TRAMP 28, TRAMP_EN 27, IPMODIFY 26, DISABLED 25, DIRECT 24,
 //    DIRECT_EN 23, CALL_OPS 22, CALL_OPS_EN 21, TOUCHED 20, MODIFIED 19, 19-bit count;
-//  - the 3.x layout of the seed slides (v3.7..v3.16): 29-bit count, ENABLED 29, REGS 30,
-//  REGS_EN 31.
+//  - the 3.x layout of Rostedt's "Ftrace Kernel Hooks" slides (v3.7..v3.16): 29-bit count, ENABLED
+//  29, REGS 30, REGS_EN 31.
 // The engine works in the current layout only; the 3.x one is a decoder for the slides' values.
 
 #include <cstdint>

@@ -82,6 +82,8 @@ struct ExploreOptions {
   std::uint64_t seed = 1;
   unsigned pctDepth = 3;
   bool stopAtFirst = true; // stop at the first violating execution
+  // > 0: stop (incomplete) once this much wall time has passed without a violation.
+  double wallSeconds = 0;
   // Give each counterexample its logHash, which formats the execution's whole event log. The
   // searches inside minimise() do without: only the counterexample they return is hashed.
   bool hashLogs = true;

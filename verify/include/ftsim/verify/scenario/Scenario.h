@@ -20,6 +20,7 @@
 //   name = "torn-nop-to-call"          # defaults to the file's stem
 //   source = "Rostedt, Ftrace Kernel Hooks slides"
 //   fidelity = "teaching-strawman"    # faithful | model-hypothesis | teaching-strawman
+//   published = "torn-nop-to-call"    # ftsim repro groups the variants of papers/NAME.md
 //   arch = "x86_64"                    # x86_64 | ppc32
 //   protocol = "direct"                # ftsim protocols
 //   cpus = 2                           # 1..8, the patcher runs on CPU 0
@@ -180,8 +181,9 @@ struct ExploreSpec {
 
 struct Scenario {
   std::string name = "site";
-  std::string source;   // citation for published scenarios
-  std::string fidelity; // "", or how faithful to Linux: see kFidelityWords
+  std::string source;    // citation for published scenarios
+  std::string fidelity;  // "", or how faithful to Linux: see kFidelityWords
+  std::string published; // the published scenario it reproduces (papers/NAME.md; ftsim repro)
   std::string arch{::ftsim::arch::defaultArch().name()};
   std::string protocol = "int3";
   unsigned cpus = 2;
