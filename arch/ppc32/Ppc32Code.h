@@ -31,6 +31,9 @@ std::uint32_t wordOf(std::span<const std::uint8_t> bytes); // the first 4 bytes,
 bool isPatchClass(std::uint32_t word);
 // `bl` (opcode 18, AA=0, LK=1).
 bool isBl(std::uint32_t word);
+// Where an I-form branch (b, bl, ba, bla) at `site` goes (32-bit wrap-around); nullopt for any
+// other word.
+std::optional<std::uint64_t> branchTarget(std::uint64_t site, std::uint32_t word);
 
 // The long-branch stub of arch/powerpc/kernel/module_32.c (do_plt_call / entry_matches, used for
 // mod->arch.tramp by module_finalize_ftrace): `lis r12,hi; addi r12,r12,lo; mtctr r12; bctr`,

@@ -79,9 +79,12 @@ const std::vector<MutantEntry> &ppc32Mutants() {
        0,
        {}},
       {{"bl-truncate", "ppc32",
-        "the bl encoder masks the offset into LI without a range check; patching protocol word",
+        "the bl encoder masks the offset into LI without a range check; patching protocol "
+        "patch-instruction (only the z3:bl-range rule sees it: check runs the real encoder)",
         false},
-       [](const Arch &arch, const ProtocolInfo &) { return makePatchProtocol(arch, "word"); },
+       [](const Arch &arch, const ProtocolInfo &) {
+         return makePatchProtocol(arch, "patch-instruction");
+       },
        truncatingBl,
        "bl-range",
        kSite,

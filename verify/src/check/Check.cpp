@@ -75,6 +75,7 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
     if (r.verdict == Verdict::Incomplete)
       out += fmt::format("  nothing is proven: {}\n", r.incomplete);
     out += fmt::format("  models: {}\n", r.models);
+    out += fmt::format("  linux: {}\n", describeScenarioProfile(h.scenario()));
     out += fmt::format("executions {}, sleep-set blocked {}, pruned branches {}, bound cuts {}, "
                        "distinct final states {}, {:.2f} s ({:.0f} executions/s)\n",
                        st.executions, st.sleepBlocked, st.pruned, st.boundCuts, st.distinctStates,
@@ -91,6 +92,7 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
   if (!replayPath.empty())
     out += fmt::format("replay: ftsim replay {}\n", replayPath);
   out += fmt::format("  models: {}\n", r.models);
+  out += fmt::format("  linux: {}\n", describeScenarioProfile(h.scenario()));
   out += fmt::format("after {} executions ({} violating): {}, {:.2f} s\n", st.executions,
                      r.result.violatingExecutions, r.coverage, st.seconds);
   return out;
@@ -106,6 +108,7 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
   j["scenario"] = s.name;
   j["kind"] = std::string(codeKindName(s.code));
   j["describe"] = s.describe();
+  j["linux"] = describeScenarioProfile(s);
   j["explorer"] = o.explorer;
   j["reduction"] = o.reduction;
   j["preemption_bound"] = o.preemptionBound;

@@ -79,6 +79,12 @@ Scenario buildCheckScenario(const CheckRequest &r) {
     if (!r.scenarioFile.empty())
       fatal("check: --tramp-free/--tramp-scenario/--preempt and --scenario exclude each other");
     Scenario s = trampolineScenario(r);
+    if (r.linuxProfile) {
+      if (r.trampFree || r.noSyncUnchanged)
+        fatal("check: --linux decides when the trampoline is freed: drop --tramp-free and "
+              "--no-sync-unchanged");
+      applyLinuxProfile(s, *r.linuxProfile, r.protocol);
+    }
     s.validate("check");
     return s;
   }
@@ -113,6 +119,8 @@ Scenario buildCheckScenario(const CheckRequest &r) {
     fatal("check: --sites, --site-offset, --transition and --preemption apply to site scenarios, "
           "not to {} scenarios",
           codeKindName(s.code));
+  if (r.linuxProfile)
+    applyLinuxProfile(s, *r.linuxProfile, r.protocol);
   if (r.scenarioFile.empty())
     s.name = fmt::format("{}-{}-{}cpu", s.arch, s.protocol, s.cpus);
   s.validate(origin);
