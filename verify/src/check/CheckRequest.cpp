@@ -91,8 +91,9 @@ Scenario buildCheckScenario(const CheckRequest &r) {
   Scenario s;
   if (!r.scenarioFile.empty())
     s = loadScenarioFile(r.scenarioFile);
-  else if (!r.protocol)
-    fatal("check: give --protocol (see ftsim protocols), --scenario FILE or --tramp-free POLICY");
+  else if (!r.protocol && !r.linuxProfile)
+    fatal("check: give --protocol or --linux (see ftsim protocols), --scenario FILE or "
+          "--tramp-free POLICY");
   const std::string origin = r.scenarioFile.empty() ? "check" : r.scenarioFile;
   if (r.arch) {
     s.arch = *r.arch;
