@@ -158,5 +158,29 @@ TEST(Fuzz, TheReportedRunsAreCleanWithTheCorrectProtocol) {
   EXPECT_EQ(r.runs, 20u);
 }
 
+// --linux: every generated run is the release's (protocol, update order) and claims it; on 3.13
+// (before 59338f754a55) the fuzzer finds the list-to-single race the published scenario shows.
+TEST(Fuzz, LinuxProfileAppliesToEveryRun) {
+  FuzzOptions o = options(3, 4);
+  o.linuxProfile = "4.19";
+  const std::vector<std::string> functions = calledFunctions(o.imagePath, {"sched", "mm"});
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    const Scenario s = fuzzScenario(o, functions, i);
+    EXPECT_EQ(s.protocol, "int3-skip");
+    EXPECT_EQ(s.linuxProfile, "4.19");
+    EXPECT_FALSE(s.engine.pre59338f754a55);
+  }
+  o.linuxProfile = "3.13";
+  EXPECT_TRUE(fuzzScenario(o, functions, 0).engine.pre59338f754a55);
+  o.protocol = "int3";
+  std::string message;
+  try {
+    fuzz(o);
+  } catch (const FatalError &e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("--protocol int3 is not Linux 3.13's"), std::string::npos) << message;
+}
+
 } // namespace
 } // namespace ftsim::verify
