@@ -139,6 +139,16 @@ TEST(Cli, PowerpcLinuxProtocolVerifiesAndSurvivesTheMutationScore) {
   EXPECT_NE(mutants.out.find("patch-instruction  survives every checker"), std::string::npos)
       << mutants.out;
   EXPECT_NE(mutants.out.find("4/4 mutants killed"), std::string::npos) << mutants.out;
+  // The protocol mutant outside the table is found by check too (the others by the
+  // ppc32-mflr-* scenario files, EngineScenarioTest).
+  const std::string cex =
+      (std::filesystem::temp_directory_path() / "ftsim-cli-trap-first.json").string();
+  std::filesystem::remove(cex);
+  const CommandRun trap =
+      runFtsim("check --quiet --arch ppc32 --protocol word-trap-first --cex " + cex);
+  EXPECT_EQ(trap.status, 1) << trap.out;
+  EXPECT_NE(trap.out.find("VIOLATION live-patching"), std::string::npos) << trap.out;
+  std::filesystem::remove(cex);
   const CommandRun protocols = runFtsim("protocols --arch ppc32");
   EXPECT_NE(protocols.out.find("patch-instruction     [linux 6.12, 6.1, 4.19]"), std::string::npos)
       << protocols.out;
