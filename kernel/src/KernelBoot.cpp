@@ -154,6 +154,7 @@ void Kernel::makeCore() {
     return imageSymbols(addr);
   };
   core_ = std::make_unique<model::FtraceCore>(std::move(ftrace));
+  core_->setPre59338f754a55Order(config_.pre59338f754a55);
 }
 
 // ftrace_init(): before any task runs, so every conversion is a plain read-verify-write.

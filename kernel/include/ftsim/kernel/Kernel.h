@@ -63,6 +63,8 @@ struct KernelConfig {
   // nops) with the ISA's live-patching rule (arch::LivePatchingRule, powerpc CMODX); its
   // findings are livePatchingFindings().
   bool livePatchingRule = false;
+  // The update order before 59338f754a55 (sites first, then ftrace_call; FtraceCore).
+  bool pre59338f754a55 = false;
   // An engine mutation (tests, mutation scores): wraps the arch patcher the core drives, e.g. to
   // write a call to the wrong trampoline. The exact-target oracle (SiteTargets.h) still derives
   // each site's legal states from the records, so what the mutation writes is judged.
@@ -74,6 +76,11 @@ struct KernelConfig {
     return c;
   }
 };
+
+// A Linux profile's choices (model/LinuxProfile.h) on a kernel config: its patch protocol for
+// `isa` (FatalError when config.protocol already names another), its update order and when a
+// dynamic trampoline is freed.
+void applyLinuxProfile(KernelConfig &config, std::string_view profile, std::string_view isa);
 
 // One call of a trace function from ftrace_call / ftrace_regs_call.
 struct CallbackEvent {
