@@ -25,9 +25,9 @@ std::uint32_t wordOf(std::span<const std::uint8_t> bytes) {
 }
 
 bool isPatchClass(std::uint32_t word) {
-  // Book II 1.6: "the patch class instructions are b, bl, ... and the preferred no-op (ori
-  // 0,0,0)". AA=1 absolute branches are I-form too; ftrace never writes them but they are in the
-  // class.
+  // Book II, "Concurrent Modification and Execution of Instructions": the patch class is the
+  // I-form branch (b[l][a]) and the preferred no-op (ori 0,0,0). AA=1 absolute branches are I-form
+  // too; ftrace never writes them but they are in the class.
   return word == kNop || (word & kOpcodeMask) == kBranchOpcode;
 }
 

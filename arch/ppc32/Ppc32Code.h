@@ -2,8 +2,8 @@
 // ppc32 instruction words the ftrace arch code writes or recognises beyond a single `bl`: the
 // long-branch stub that lets a module reach ftrace_caller, the two-instruction `mflr r0; bl`
 // sequence, the module call site with a register restore after the `bl`, and the CMODX
-// "patch class" (Power ISA v3.1 Book II 1.6, Concurrent Modification and Execution of
-// Instructions). Big-endian words; all addresses are 32-bit.
+// "patch class" (Power ISA Book II, Instruction Storage, "Concurrent Modification and
+// Execution of Instructions"; 1.8.1 in Version 2.03). Big-endian words; all addresses are 32-bit.
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/PatchProtocol.h"

@@ -6,7 +6,7 @@
 // ftrace_modify_all_code, but without stop_machine()"): no stop_machine(), no IPI. Each site is one
 // patch_instruction() (arch/powerpc/lib/code-patching.c): an aligned word store, then
 // `dcbst; sync; icbi; sync; isync` on the patching CPU only. Other CPUs may execute the old or the
-// new patch-class word until they context-synchronise (Power ISA v3.1 Book II 1.6); nothing waits
+// new patch-class word until they context-synchronise (Power ISA Book II, CMODX); nothing waits
 // for them. What must not rely on them having seen the new word (freeing a trampoline the old `bl`
 // reached) is ftrace's core's job: synchronize_rcu_tasks_rude() / schedule_on_each_cpu() before
 // the free, which the live-patching rule checks (Ppc32Cmodx.h).
