@@ -75,6 +75,9 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                   "a scenario file, or the name of one shipped with ftsim (corpora/scenarios)");
   optionalFlag(cmd, "--arch", r.arch, "x86_64 or ppc32 (default x86_64)");
   optionalFlag(cmd, "--protocol", r.protocol, "a patch protocol (ftsim protocols)");
+  optionalFlag(cmd, "--linux", r.linuxProfile,
+               "a Linux profile (ftsim protocols): its protocol, update order and trampoline "
+               "freeing throughout");
   optionalFlag(cmd, "--cpus", r.cpus, "CPUs (1-8); the patcher runs on CPU 0");
   optionalFlag(cmd, "--explore", r.explorer,
                "explorer: exhaustive, rr-bounded, pct, random (default: the scenario's)");

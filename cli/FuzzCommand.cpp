@@ -28,6 +28,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     std::string image;
     std::string cex;
     std::string protocol;
+    std::string linuxProfile;
     unsigned maxSteps = 6;
     bool json = false;
     bool quiet = false;
@@ -47,6 +48,8 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--protocol", o->protocol,
                   "patch protocol of every run (default: the ISA's correct one; a broken one, "
                   "e.g. direct, exercises the failure path)");
+  cmd->add_option("--linux", o->linuxProfile,
+                  "a Linux profile (ftsim protocols): its protocol and update order in every run");
   cmd->add_option(
       "--cex", o->cex,
       "where to write the replay file (default: ftsim-fuzz.json in the working directory, or "
@@ -66,6 +69,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     f.seconds = o->seconds;
     f.maxSteps = o->maxSteps;
     f.protocol = o->protocol;
+    f.linuxProfile = o->linuxProfile;
     if (showProgress(o->quiet))
       f.progress = [](std::uint64_t runs, std::uint64_t events) {
         std::fprintf(stderr, "\rftsim fuzz: %llu runs, %llu events",

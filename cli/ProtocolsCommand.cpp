@@ -5,6 +5,7 @@
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/model/LinuxProfile.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -27,10 +28,22 @@ void addProtocolsCommand(CLI::App &app, CommandResult &result) {
               "encodings); the protocols are those of {}",
               a->name(), a->name(), fmt::join(executableArchNames(), ", "));
     }
+    // Each protocol with the Linux profiles whose protocol it is (none: a mutant, a model
+    // hypothesis or a teaching strawman).
     for (const arch::Arch *a : archs)
-      for (const auto &p : arch::protocolsFor(*a))
-        fmt::print("{:<7} {:<17} {}\n", a->name(), p.name,
-                   p.correct ? "today's protocol" : p.difference);
+      for (const auto &p : arch::protocolsFor(*a)) {
+        std::string profiles;
+        for (const model::LinuxProfile &lp : model::linuxProfiles())
+          if (model::profileProtocol(lp, a->name()) == p.name)
+            profiles += (profiles.empty() ? "" : ", ") + std::string(lp.name);
+        fmt::print("{:<7} {:<21} [linux {}] {}\n", a->name(), p.name,
+                   profiles.empty() ? "-" : profiles,
+                   p.difference.empty() ? "today's protocol" : p.difference);
+      }
+    fmt::print("\nLinux profiles (--linux; default {}):\n", model::defaultLinuxProfile().name);
+    for (const model::LinuxProfile &lp : model::linuxProfiles())
+      fmt::print("  {}\n", model::describeProfile(lp));
+    fmt::print("  {}\n", model::stillMixed());
     result.exitCode = 0;
   });
 }

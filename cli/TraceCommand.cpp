@@ -27,7 +27,9 @@ struct TraceOptions {
   std::vector<std::string> notrace;
   std::vector<std::string> graphFunctions;
   std::string workload = "mixed";
-  std::string protocol; // "": the ISA's correct protocol (int3 on x86_64, word on ppc32)
+  std::string
+      protocol; // "": the ISA's correct protocol (int3 on x86_64, patch-instruction on ppc32)
+  std::string linuxProfile; // "": none; else its protocol, update order, trampoline freeing
   std::uint64_t seed = 1;
   std::uint64_t maxEvents = 50'000'000;
   std::string image;
@@ -45,6 +47,8 @@ void runTrace(const TraceOptions &o, CommandResult &result) {
   if (image.arch != &isa)
     fatal("--image {} is a {} image, not {}", image.name, image.arch->name(), isa.name());
   config.protocol = o.protocol;
+  if (!o.linuxProfile.empty())
+    kernel::applyLinuxProfile(config, o.linuxProfile, isa.name());
   kernel::Kernel kernel(std::move(image), config);
   model::TraceFs &fs = kernel.tracefs();
   bool first = true;
@@ -114,6 +118,9 @@ void addTraceCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--workload", o->workload, "sched, mm, fs, boot, mixed or tight (one per CPU)");
   cmd->add_option("--protocol", o->protocol,
                   "patch protocol (see ftsim protocols; default: the ISA's correct one)");
+  cmd->add_option("--linux", o->linuxProfile,
+                  "a Linux profile (ftsim protocols): its patch protocol, update order and "
+                  "trampoline freeing");
   cmd->add_option("--seed", o->seed, "seed of the random schedule and the workloads");
   cmd->add_option("--max-events", o->maxEvents,
                   "stop the run after this many machine events, 1-1000000000 (default 50000000)")

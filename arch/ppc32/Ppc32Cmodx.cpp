@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 namespace ftsim::arch {
 
 std::uint32_t CmodxCheckedPort::wordAt(std::uint64_t addr, bool &ok) {
@@ -39,11 +41,38 @@ bool CmodxCheckedPort::writeText(std::uint64_t addr, std::span<const std::uint8_
         check(addr + i, oldWord, ppc32::wordOf(bytes.subspan(i, 4)));
     }
   }
+  // Rule 3: the branches being overwritten, whose targets must not be freed before every other
+  // CPU context-synchronised.
+  std::vector<OldBranch> overwritten;
+  for (std::size_t i = 0; addr % 4 == 0 && i + 4 <= bytes.size(); i += 4) {
+    bool ok = false;
+    const std::uint32_t oldWord = wordAt(addr + i, ok);
+    if (ok && oldWord != ppc32::wordOf(bytes.subspan(i, 4)))
+      if (std::optional<std::uint64_t> to = ppc32::branchTarget(addr + i, oldWord))
+        overwritten.push_back({addr + i, oldWord, *to});
+  }
   const bool ok = inner_.writeText(addr, bytes);
-  if (ok)
+  if (ok) {
     for (std::size_t i = 0; i + 4 <= bytes.size(); i += 4)
       written_[addr + i] = {gracePeriods_, syncs_};
+    oldBranches_.insert(oldBranches_.end(), overwritten.begin(), overwritten.end());
+  }
   return ok;
+}
+
+void CmodxCheckedPort::freeText(std::uint64_t addr, std::size_t size) {
+  if (live_)
+    for (const OldBranch &b : oldBranches_)
+      if (b.target - addr < size) {
+        violations_.push_back(
+            {b.site, b.oldWord, b.oldWord,
+             fmt::format("CMODX: text at {:#x} freed while a CPU may still execute the "
+                         "overwritten branch {:08x} at {:#x} into it: no context synchronisation "
+                         "of the other CPUs (IPI, schedule_on_each_cpu) since the store",
+                         b.target, b.oldWord, b.site)});
+        break;
+      }
+  inner_.freeText(addr, size);
 }
 
 void CmodxCheckedPort::check(std::uint64_t addr, std::uint32_t oldWord, std::uint32_t newWord) {

@@ -1,5 +1,5 @@
-// The ppc32 target's live-patching rule: CMODX (Ppc32Cmodx.h) plus "the other CPUs are made to
-// context-synchronise before the protocol returns".
+// The ppc32 target's live-patching rule: CMODX (Ppc32Cmodx.h), as a machine-port watch (what
+// `ftsim check` runs as the live-patching oracle) and as a protocol-only check (`ftsim mutants`).
 
 #include "Ppc32Cmodx.h"
 #include "Ppc32Code.h"
@@ -31,12 +31,9 @@ public:
   bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
     for (std::size_t i = 0; i < bytes.size(); ++i)
       bytes_[addr + i] = bytes[i];
-    ++unsynced_;
     return true;
   }
-  void syncCores() override { unsynced_ = 0; }
-  // Stores no syncCores() has followed yet.
-  unsigned unsynced() const { return unsynced_; }
+  void syncCores() override {}
   std::uint64_t allocText(std::size_t, std::uint64_t) override { return 0; }
   void freeText(std::uint64_t, std::size_t) override {}
   void synchronizeRcuTasks() override {}
@@ -47,13 +44,12 @@ public:
 
 private:
   std::map<std::uint64_t, std::uint8_t> bytes_;
-  unsigned unsynced_ = 0;
 };
 
 class CmodxRule final : public LivePatchingRule {
 public:
   explicit CmodxRule(const Arch &arch) : arch_(arch) {}
-  std::string_view name() const override { return "cmodx+sync:enable-modify-disable"; }
+  std::string_view name() const override { return "cmodx:enable-modify-disable"; }
   std::unique_ptr<RuleCheckedPort> watch(MachinePort &port) const override {
     return std::make_unique<CmodxCheckedPort>(port);
   }
@@ -64,18 +60,18 @@ private:
 };
 
 // The protocol enables, retargets and disables a site while other CPUs may run it; every live
-// write must be patch class (or the admitted mflr-slot rule), and every change must be followed by
-// the other CPUs' context synchronisation before the protocol returns. Kills non-patch-class
-// writes, the two-instruction order/grace mutants, and the dropped sync (which site-level
-// exploration cannot: under the stale model each fetched word is the old or the new one, both
-// legal).
+// write must be patch class, or the admitted mflr-slot write in the admitted order (Ppc32Cmodx.h,
+// rules 1 and 2). Kills non-patch-class writes (word-trap-first) and the two-instruction
+// order/grace mutants. Rule 3 (freeing what an old branch reached before the other CPUs
+// context-synchronised) concerns the engine's frees, not the protocol: the watch checks it on
+// every kernel and trampoline scenario. A protocol need not make other CPUs synchronise before
+// it returns: Linux's does not (c96f83856f56).
 std::optional<std::string> CmodxRule::checkProtocol(PatchProtocol &protocol) const {
   constexpr std::uint64_t kSite = 0xc0001008, kCaller = 0xbfff0100, kRegsCaller = 0xbfff0040;
   WordTextPort text;
   const bool slot = patchesMflrSlot(protocol);
   text.writeText(kSite - 4, ppc::wordBytes(slot ? ppc::kNop : ppc::kMflrR0));
   text.writeText(kSite, ppc::wordBytes(ppc::kNop));
-  text.syncCores(); // boot text: nothing ran it yet
   CmodxCheckedPort cmodx(text);
   protocol.attach(cmodx);
   const Bytes nop = ppc::wordBytes(ppc::kNop);
@@ -85,16 +81,6 @@ std::optional<std::string> CmodxRule::checkProtocol(PatchProtocol &protocol) con
        {std::pair{nop, call}, std::pair{call, regs}, std::pair{regs, nop}}) {
     protocol.queue({kSite, from, to});
     protocol.finish();
-    if (cmodx.violations().empty() && text.unsynced())
-      // Power ISA v3.1 Book II 1.6: a processor other than the one that stored is only
-      // guaranteed to fetch the new word after it context-synchronises (isync, an interrupt: the
-      // IPI of patch_instruction()'s callers). Returning without that leaves other CPUs free to
-      // run the old `bl` indefinitely — into a trampoline that is then freed, or past the end of
-      // tracing (trace completeness).
-      return fmt::format("{:#x}: {} -> {}: ftrace_modify_code() returned after {} "
-                         "store(s) no other CPU was made to context-synchronise "
-                         "after: they may keep executing {}",
-                         kSite, hexBytes(from), hexBytes(to), text.unsynced(), hexBytes(from));
   }
   if (cmodx.violations().empty())
     return std::nullopt;

@@ -25,13 +25,23 @@ std::uint32_t wordOf(std::span<const std::uint8_t> bytes) {
 }
 
 bool isPatchClass(std::uint32_t word) {
-  // Book II 1.6: "the patch class instructions are b, bl, ... and the preferred no-op (ori
-  // 0,0,0)". AA=1 absolute branches are I-form too; ftrace never writes them but they are in the
-  // class.
+  // Book II, "Concurrent Modification and Execution of Instructions": the patch class is the
+  // I-form branch (b[l][a]) and the preferred no-op (ori 0,0,0). AA=1 absolute branches are I-form
+  // too; ftrace never writes them but they are in the class.
   return word == kNop || (word & kOpcodeMask) == kBranchOpcode;
 }
 
 bool isBl(std::uint32_t word) { return (word & 0xfc000003u) == (kBranchOpcode | 1u); }
+
+std::optional<std::uint64_t> branchTarget(std::uint64_t site, std::uint32_t word) {
+  if ((word & kOpcodeMask) != kBranchOpcode)
+    return std::nullopt;
+  std::uint32_t li = word & 0x03fffffcu;
+  if (li & 0x02000000u)
+    li |= 0xfc000000u; // sign-extend the 26-bit offset
+  const std::uint32_t base = (word & 2u) ? 0u : static_cast<std::uint32_t>(site);
+  return static_cast<std::uint32_t>(base + li);
+}
 
 EncodeResult longBranchStub(std::uint64_t target) {
   if (target % 4 != 0 || target > 0xffffffffu)

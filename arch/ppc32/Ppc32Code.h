@@ -2,8 +2,8 @@
 // ppc32 instruction words the ftrace arch code writes or recognises beyond a single `bl`: the
 // long-branch stub that lets a module reach ftrace_caller, the two-instruction `mflr r0; bl`
 // sequence, the module call site with a register restore after the `bl`, and the CMODX
-// "patch class" (Power ISA v3.1 Book II 1.6, Concurrent Modification and Execution of
-// Instructions). Big-endian words; all addresses are 32-bit.
+// "patch class" (Power ISA Book II, Instruction Storage, "Concurrent Modification and
+// Execution of Instructions"; 1.8.1 in Version 2.03). Big-endian words; all addresses are 32-bit.
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/PatchProtocol.h"
@@ -31,6 +31,9 @@ std::uint32_t wordOf(std::span<const std::uint8_t> bytes); // the first 4 bytes,
 bool isPatchClass(std::uint32_t word);
 // `bl` (opcode 18, AA=0, LK=1).
 bool isBl(std::uint32_t word);
+// Where an I-form branch (b, bl, ba, bla) at `site` goes (32-bit wrap-around); nullopt for any
+// other word.
+std::optional<std::uint64_t> branchTarget(std::uint64_t site, std::uint32_t word);
 
 // The long-branch stub of arch/powerpc/kernel/module_32.c (do_plt_call / entry_matches, used for
 // mod->arch.tramp by module_finalize_ftrace): `lis r12,hi; addi r12,r12,lo; mtctr r12; bctr`,

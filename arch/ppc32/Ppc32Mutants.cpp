@@ -11,7 +11,7 @@ namespace {
 namespace ppc = ppc32;
 
 // x86's breakpoint idea on powerpc: a trap (`tw 31,0,0`) first, sync, then the new word, sync.
-// `tw` is not a patch-class instruction (Power ISA v3.1 Book II 1.6): written over a word another
+// `tw` is not a patch-class instruction (Power ISA Book II, CMODX): written over a word another
 // CPU may be executing, the architecture does not say what that CPU executes. Linux never does it
 // on powerpc (patch_instruction() writes the final word at once).
 class Ppc32TrapFirst final : public PatchProtocol {
@@ -79,9 +79,12 @@ const std::vector<MutantEntry> &ppc32Mutants() {
        0,
        {}},
       {{"bl-truncate", "ppc32",
-        "the bl encoder masks the offset into LI without a range check; patching protocol word",
+        "the bl encoder masks the offset into LI without a range check; patching protocol "
+        "patch-instruction (only the z3:bl-range rule sees it: check runs the real encoder)",
         false},
-       [](const Arch &arch, const ProtocolInfo &) { return makePatchProtocol(arch, "word"); },
+       [](const Arch &arch, const ProtocolInfo &) {
+         return makePatchProtocol(arch, "patch-instruction");
+       },
        truncatingBl,
        "bl-range",
        kSite,

@@ -1,10 +1,12 @@
-// powerpc live patching: one aligned 4-byte store per instruction (patch_instruction() in
-// arch/powerpc/lib/code-patching.c), then the instruction-cache protocol. On the patching CPU
-// patch_instruction() does dcbst; sync; icbi; isync (flush_icache_range). Other CPUs only see the
-// new word once they context-synchronise; until then, under the `stale` fetch model, they may
-// still execute the old word. That is safe only because ftrace writes patch-class instructions
-// (b, bl, nop; Power ISA v3.1 Book II 1.6 "Concurrent Modification and Execution of
-// Instructions"), for which either the old or the new word is a correct execution.
+// powerpc live patching as Linux does it (patch-instruction, patch-instruction-ipi): one aligned
+// 4-byte store per instruction (patch_instruction() in arch/powerpc/lib/code-patching.c), then
+// `dcbst; sync; icbi; sync; isync` on the patching CPU only. Since c96f83856f56 (v4.6) nothing
+// makes the other CPUs context-synchronise: they see the new word once they do, and until then,
+// under the `stale` fetch model, may still execute the old one. That is safe because ftrace writes
+// patch-class instructions (b, bl, nop; Power ISA Book II, "Concurrent Modification and Execution
+// of Instructions"), for which either the old or the new word is a correct execution, and because
+// ftrace's core synchronises every CPU before it frees what an old word reached (Ppc32Cmodx.h).
+// `syncAtFinish` adds the IPI after each batch (the pre-v4.6 stop_machine()'s effect).
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"

@@ -4,6 +4,8 @@
 
 #include "ftsim/kernel/Kernel.h"
 
+#include "ftsim/model/LinuxProfile.h"
+
 #include "ftsim/arch/Error.h"
 
 #include <fmt/format.h>
@@ -99,6 +101,17 @@ model::TraceContext Kernel::contextOf(const arch::GuestContext &cpu) const {
   }
   c.timestampNs = now() * config_.nsPerEvent;
   return c;
+}
+
+void applyLinuxProfile(KernelConfig &config, std::string_view profile, std::string_view isa) {
+  const model::LinuxProfile &p = model::linuxProfileByName(profile);
+  const std::string protocol(model::profileProtocol(p, isa));
+  if (!config.protocol.empty() && config.protocol != protocol)
+    fatal("--protocol {} is not Linux {}'s patch protocol on {} ({}): give one of them",
+          config.protocol, p.name, isa, protocol);
+  config.protocol = protocol;
+  config.pre59338f754a55 = p.pre59338f754a55;
+  config.freePolicy = p.free;
 }
 
 } // namespace ftsim::kernel

@@ -67,19 +67,40 @@ void Kernel::makePatcher() {
   // from the core's table of stubs.
   siteHooks_ =
       isa.makeSiteHooks({&image_, protocol_.get(), code.ftraceCaller, code.ftraceRegsCaller});
+  // Each record site's exact legal states (SiteTargets.h), told of every all-CPU sync through
+  // the port the patcher and the core use, and published to the machine once sites are watched.
+  siteTargets_ = std::make_unique<SiteTargets>(
+      [this, size = isa.siteSize()](std::uint64_t ip, const std::vector<arch::Bytes> &states) {
+        if (watching_)
+          machine_->watchSite(ip, size, states);
+      },
+      [this](std::uint64_t ip, std::size_t size) {
+        arch::Bytes bytes(size);
+        if (!machine_->readText(ip, bytes))
+          bytes.clear();
+        return bytes;
+      });
+  syncPort_ = makeSyncObservingPort(*machine_, [this] { siteTargets_->contextSynchronised(); });
   // The ISA's live-patching rule watches the protocol's writes; boot's are not live.
   const arch::LivePatchingRule *rule = isa.livePatchingRule();
   if (config_.livePatchingRule && rule) {
-    rulePort_ = rule->watch(*machine_);
+    rulePort_ = rule->watch(*syncPort_);
     rulePort_->setLive(false);
   }
-  arch::MachinePort &port = rulePort_ ? *rulePort_ : static_cast<arch::MachinePort &>(*machine_);
-  patcher_ = std::make_unique<model::ProtocolPatcher>(
+  arch::MachinePort &port = rulePort_ ? *rulePort_ : *syncPort_;
+  protocolPatcher_ = std::make_unique<model::ProtocolPatcher>(
       port, *protocol_, *siteHooks_,
       [stubs = stubs_.get()](const model::TraceFunction &function) {
         return stubs->addressOf(function);
       },
       std::vector<std::uint64_t>{code.ftraceCall, code.ftraceRegsCall});
+  model::ArchPatcher *inner = protocolPatcher_.get();
+  if (config_.patcherMutation) {
+    mutatedPatcher_ = config_.patcherMutation(*inner);
+    inner = mutatedPatcher_.get();
+  }
+  patcher_ = makeTargetCheckedPatcher(
+      *inner, *siteTargets_, [this](const model::DynFtrace &rec) { return core_->addrNew(rec); });
   finalizeModules();
 }
 
@@ -103,7 +124,7 @@ void Kernel::makeCore() {
   const arch::TrampolineCode &code = trampolines_->code();
   model::FtraceConfig ftrace;
   ftrace.patcher = patcher_.get();
-  ftrace.port = rulePort_ ? static_cast<arch::MachinePort *>(rulePort_.get()) : machine_.get();
+  ftrace.port = rulePort_ ? static_cast<arch::MachinePort *>(rulePort_.get()) : syncPort_.get();
   ftrace.freePolicy = config_.freePolicy;
   if (config_.opsTrampolines)
     enableOpsTrampolines(ftrace);
@@ -133,6 +154,7 @@ void Kernel::makeCore() {
     return imageSymbols(addr);
   };
   core_ = std::make_unique<model::FtraceCore>(std::move(ftrace));
+  core_->setPre59338f754a55Order(config_.pre59338f754a55);
 }
 
 // ftrace_init(): before any task runs, so every conversion is a plain read-verify-write.

@@ -1,5 +1,6 @@
-// What a verifier watches: every patch site with the states it may legally hold (records, the
-// ftrace_call sites, ftrace_graph_call), and every execution of a record's site from the event log.
+// What a verifier watches: every patch site with the states it may legally hold (records: their
+// exact legal states, SiteTargets.h; the ftrace_call sites: any trace function stub;
+// ftrace_graph_call), and every execution of a record's site from the event log.
 
 #include "ftsim/kernel/Kernel.h"
 
@@ -13,19 +14,13 @@ std::vector<PatchSite> Kernel::patchSites() const {
   const arch::TrampolineCode &code = trampolines_->code();
   std::vector<PatchSite> sites;
   core_->records().forEach([&](const model::DynFtrace &rec) {
-    PatchSite site{rec.ip, isa.siteSize(), {isa.nop()}, core_->recordName(rec)};
-    for (std::uint64_t target : {code.ftraceCaller, code.ftraceRegsCaller})
-      site.states.push_back(isa.call(rec.ip, target).bytes);
-    for (const OpsTrampoline &t : opsTrampolines_)
-      site.states.push_back(isa.call(rec.ip, t.addr).bytes);
-    // A module site may call ftrace_caller through the module's long-branch stubs
-    // (ftrace_call_replace for rec->arch.mod); the patcher knows them.
-    for (std::uint64_t target : {code.ftraceCaller, code.ftraceRegsCaller}) {
-      arch::Bytes viaStub = patcher_->callBytes(rec, target);
-      if (!viaStub.empty() &&
-          std::find(site.states.begin(), site.states.end(), viaStub) == site.states.end())
-        site.states.push_back(std::move(viaStub));
-    }
+    // Exactly what the records and the engine's pending updates allow (SiteTargets.h); before
+    // the first update, what the record says the site holds.
+    PatchSite site{rec.ip, isa.siteSize(), siteTargets_->legal(rec.ip), core_->recordName(rec)};
+    if (site.states.empty())
+      site.states.push_back(rec.has(model::RecordFlag::Enabled)
+                                ? patcher_->callBytes(rec, core_->addrCurr(rec))
+                                : patcher_->nopBytes(rec));
     std::erase_if(site.states, [](const arch::Bytes &b) { return b.empty(); });
     sites.push_back(std::move(site));
     // Sites the protocol writes next to the record's (the `mflr r0` slot of the two-instruction

@@ -4,11 +4,13 @@
 #include "ppc32/Ppc32Code.h"
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ppc32/Ppc32Cmodx.h"
 #include "ppc32/Ppc32Protocols.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 namespace ftsim::arch {
 namespace {
@@ -46,14 +48,18 @@ TEST(Ppc32Code, TwoInstructionProtocolsAreRegisteredWithOneDifferenceEach) {
   std::vector<std::string> names;
   for (const ProtocolInfo &p : protocolsFor(ppc)) {
     names.push_back(p.name);
-    EXPECT_FALSE(p.difference.empty() && p.name != "word") << p.name;
-    EXPECT_EQ(p.correct, p.name == "word" || p.name == "word-mflr") << p.name;
+    EXPECT_FALSE(p.difference.empty() && p.name != "patch-instruction") << p.name;
+    EXPECT_EQ(p.correct, p.name == "patch-instruction" || p.name == "patch-instruction-ipi" ||
+                             p.name == "word-mflr")
+        << p.name;
   }
   for (const char *n : {"word-mflr", "word-mflr-wrong-order", "word-mflr-no-grace"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
     EXPECT_TRUE(patchesMflrSlot(*makePatchProtocol(ppc, n)));
   }
-  EXPECT_FALSE(patchesMflrSlot(*makePatchProtocol(ppc, "word")));
+  EXPECT_FALSE(patchesMflrSlot(*makePatchProtocol(ppc, "patch-instruction")));
+  // Linux's protocol is the table's first entry: what check and the kernel use by default.
+  EXPECT_EQ(protocolsFor(ppc).front().name, "patch-instruction");
 }
 
 TEST(Ppc32Code, TocSiteDisableVariants) {
@@ -64,6 +70,74 @@ TEST(Ppc32Code, TocSiteDisableVariants) {
   ASSERT_EQ(old.size(), 2u);
   EXPECT_EQ(old[1].addr, 0xb0000050u);
   EXPECT_EQ(ppc32::wordOf(old[1].oldBytes), ppc32::kRestoreR30);
+}
+
+// Text as a flat map of bytes: every store lands at once (the rule's own view of time).
+class FlatText final : public MachinePort {
+public:
+  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      auto it = bytes_.find(addr + i);
+      if (it == bytes_.end())
+        return false;
+      out[i] = it->second;
+    }
+    return true;
+  }
+  bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      bytes_[addr + i] = bytes[i];
+    return true;
+  }
+  void syncCores() override {}
+  std::uint64_t allocText(std::size_t, std::uint64_t) override { return 0; }
+  void freeText(std::uint64_t, std::size_t) override { ++frees; }
+  void synchronizeRcuTasks() override {}
+  void scheduleOnEachCpu() override {}
+  void publish(std::string_view, const std::function<void()> &write) override { write(); }
+  void setTrapHandler(TrapHandler) override {}
+  void setHypercall(std::uint64_t, Hypercall) override {}
+  int frees = 0;
+
+private:
+  std::map<std::uint64_t, std::uint8_t> bytes_;
+};
+
+// CMODX rule 3: freeing the text an overwritten bl reached is a violation until every other CPU
+// context-synchronised (an IPI or schedule_on_each_cpu(), as ftrace_shutdown()'s
+// synchronize_rcu_tasks_rude() gives); an RCU-tasks grace period alone does not count. Linux's
+// protocol stores and returns without an IPI, and is not a violation by itself.
+TEST(Ppc32Cmodx, FreeingWhatAStaleBranchReachesNeedsEveryCpuSynchronised) {
+  const Arch &ppc = archByName("ppc32");
+  constexpr std::uint64_t kSite = 0xc0001008, kTramp = 0xbfdf0000;
+  for (const char *wait : {"none", "rcu-tasks", "schedule_on_each_cpu", "ipi"}) {
+    SCOPED_TRACE(wait);
+    FlatText text;
+    text.writeText(kSite, ppc32::wordBytes(ppc32::kNop));
+    CmodxCheckedPort rule(text);
+    auto protocol = makePatchProtocol(ppc, "patch-instruction");
+    protocol->attach(rule);
+    const Bytes call = ppc.call(kSite, kTramp).bytes;
+    protocol->pokeNow({kSite, ppc32::wordBytes(ppc32::kNop), call});
+    protocol->pokeNow({kSite, call, ppc32::wordBytes(ppc32::kNop)});
+    EXPECT_TRUE(rule.violations().empty()); // the stores alone are fine
+    if (std::string(wait) == "rcu-tasks")
+      rule.synchronizeRcuTasks();
+    else if (std::string(wait) == "schedule_on_each_cpu")
+      rule.scheduleOnEachCpu();
+    else if (std::string(wait) == "ipi")
+      rule.syncCores();
+    rule.freeText(kTramp, 0xb0);
+    EXPECT_EQ(text.frees, 1); // forwarded either way
+    const bool synchronised =
+        std::string(wait) == "schedule_on_each_cpu" || std::string(wait) == "ipi";
+    ASSERT_EQ(rule.violations().size(), synchronised ? 0u : 1u);
+    if (!synchronised) {
+      EXPECT_NE(rule.violations().front().reason.find("freed while a CPU may still execute"),
+                std::string::npos)
+          << rule.violations().front().reason;
+    }
+  }
 }
 
 } // namespace

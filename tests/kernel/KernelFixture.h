@@ -40,7 +40,7 @@ inline KernelConfig fastConfig(unsigned cpus = 4, std::string protocol = "int3")
 
 // The ISA's correct patch protocol for a built image flavour: int3 on x86-64, word on ppc32.
 inline std::string correctProtocol(const std::string &flavour) {
-  return flavour.rfind("ppc32", 0) == 0 ? "word" : "int3";
+  return flavour.rfind("ppc32", 0) == 0 ? "patch-instruction" : "int3";
 }
 
 inline KernelConfig fastConfigFor(const std::string &flavour, unsigned cpus = 4) {

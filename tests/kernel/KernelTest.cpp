@@ -3,6 +3,8 @@
 
 #include "KernelFixture.h"
 
+#include "ftsim/arch/Error.h"
+
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
@@ -186,6 +188,38 @@ TEST(KernelWalkThrough, CpuOneSeesTheSlidesByteStatesWhileScheduleIsEnabled) {
   for (std::size_t i = 1; i + 1 < states.size(); ++i)
     EXPECT_EQ(states[i][0], 0xcc) << walk;
   RecordProperty("walk", walk);
+}
+
+// A Linux profile on a kernel (what `ftsim trace --linux` does): the release's protocol for the
+// image's ISA, its update order and trampoline freeing, applied by the booted core; a protocol the
+// release did not have is refused.
+TEST(KernelProfile, LinuxProfileSetsProtocolOrderAndFreeing) {
+  KernelConfig config;
+  applyLinuxProfile(config, "3.13", "x86_64");
+  EXPECT_EQ(config.protocol, "int3-skip");
+  EXPECT_TRUE(config.pre59338f754a55);
+  EXPECT_EQ(config.freePolicy.free, model::TrampolineFree::Immediate);
+  KernelConfig ppc;
+  applyLinuxProfile(ppc, "6.12", "ppc32");
+  EXPECT_EQ(ppc.protocol, "patch-instruction");
+  EXPECT_FALSE(ppc.pre59338f754a55);
+  EXPECT_TRUE(ppc.freePolicy.syncWhenUnchanged);
+  KernelConfig conflicting;
+  conflicting.protocol = "int3";
+  std::string message;
+  try {
+    applyLinuxProfile(conflicting, "4.19", "x86_64");
+  } catch (const FatalError &e) {
+    message = e.what();
+  }
+  EXPECT_NE(
+      message.find("--protocol int3 is not Linux 4.19's patch protocol on x86_64 (int3-skip)"),
+      std::string::npos)
+      << message;
+  // The booted engine uses the order the profile chose.
+  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
+  auto k = bootKernel("x86_64-fentry", config);
+  EXPECT_TRUE(k->core().pre59338f754a55Order());
 }
 
 } // namespace

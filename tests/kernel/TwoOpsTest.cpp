@@ -91,7 +91,14 @@ class TwoOps : public ::testing::TestWithParam<std::tuple<const char *, std::uin
 TEST_P(TwoOps, SlidesExampleOnFourCpusWithTracingSwitchedOnAndOff) {
   const auto [flavour, seed] = GetParam();
   FTSIM_REQUIRE_IMAGE(flavour);
-  auto kernel = bootKernel(flavour, fastConfigFor(flavour));
+  // Exactly once per call within the update windows needs every CPU to execute the new words
+  // once an update returns. Linux's powerpc protocol (patch-instruction, no IPI) does not give
+  // that: a CPU may run a stale `bl ftrace_caller` long after, and reach a single SAVE_REGS ops'
+  // func without pt_regs through it. So powerpc runs here with the IPI after each batch.
+  KernelConfig config = fastConfigFor(flavour);
+  if (config.protocol == "patch-instruction")
+    config.protocol = "patch-instruction-ipi";
+  auto kernel = bootKernel(flavour, config);
   Kernel &k = *kernel;
   const unsigned siteSize = k.image().arch->siteSize();
   k.watchPatchSites();

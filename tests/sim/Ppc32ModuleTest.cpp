@@ -65,7 +65,7 @@ struct Booted {
     m->setHypercall(code.callbackStubs[0], [this](arch::GuestContext &) { ++calls; });
     if (!ftrace)
       return;
-    protocol = arch::makePatchProtocol(isa, "word");
+    protocol = arch::makePatchProtocol(isa, "patch-instruction");
     hooks = isa.makeSiteHooks({&kernel, protocol.get(), code.ftraceCaller, code.ftraceRegsCaller});
     // The module loader: module_finalize_ftrace() builds mod->arch.tramp / tramp_regs.
     const arch::ModuleLoad load = hooks->loadModule(module);
@@ -217,7 +217,7 @@ struct TocScenario {
     m->restore(start);
     m->startPatcher([&](arch::MachinePort &port) {
       arch::CmodxCheckedPort cmodx(port);
-      auto protocol = arch::makePatchProtocol(isa, "word");
+      auto protocol = arch::makePatchProtocol(isa, "patch-instruction");
       protocol->attach(cmodx);
       for (const arch::PatchRequest &r : ppc::tocSiteDisable(kSite, blTramp, variant))
         protocol->queue(r);

@@ -216,7 +216,7 @@ TEST(Ppc32Trampolines, PatchableEntryImageBootsAndTracesTransparently) {
   const Outcome untraced = run(image, {}, Mode::Untraced);
 
   model::BootTextPort port(image);
-  auto protocol = arch::makePatchProtocol(isa, "word");
+  auto protocol = arch::makePatchProtocol(isa, "patch-instruction");
   auto hooks = isa.makeSiteHooks({&image, protocol.get()});
   auto patcher = std::make_unique<model::ProtocolPatcher>(port, *protocol, *hooks);
   model::FtraceConfig config;

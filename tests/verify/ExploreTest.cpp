@@ -103,7 +103,8 @@ TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {
       {"arch = \"x86_64\"\nprotocol = \"int3\"\nstore = \"dword\"\n", "store"},
       {"arch = \"x86_64\"\nprotocol = \"int3\"\ncpus = \"two\"\n", "must be an integer"},
       {"arch = \"x86_64\"\nprotocol = \"int3\n", "bad.toml:"},
-      {"arch = \"ppc32\"\nprotocol = \"word\"\nstore = \"byte\"\n", "not a real powerpc"},
+      {"arch = \"ppc32\"\nprotocol = \"patch-instruction\"\nstore = \"byte\"\n",
+       "not a real powerpc"},
       {"arch = \"x86_64\"\nprotocol = \"int3\"\n[code]\nkind = \"kernel\"\n[engine]\n"
        "workloads = [\"sched\", \"mm\"]\n",
        "engine.workloads: 2 workloads for 1 task CPUs"},

@@ -5,6 +5,9 @@
 
 #include "ftsim/verify/check/Fuzz.h"
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/Image.h"
+#include "ftsim/kernel/Kernel.h"
+#include "ftsim/model/RecordFlags.h"
 #include "ftsim/sim/RandomScheduler.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/harness/KernelHarness.h"
@@ -112,6 +115,71 @@ TEST(Fuzz, FindsShrinksAndSavesAViolationOfABrokenProtocol) {
   EXPECT_EQ(*again.failing, *r.failing);
   EXPECT_EQ(again.cex->logHash, r.cex->logHash);
   EXPECT_EQ(again.runs, r.runs);
+}
+
+// The fuzz finding "engine-invariant: REGS is true but SAVE_REGS ops: false" after a set-filter
+// (`ftsim fuzz --runs 130 --seed 1`, `--runs 20 --seed 3`) was our invariant, not the engine nor
+// Linux being wrong: in Linux 6.1 and 6.12, ftrace_hash_move() calls
+// ftrace_hash_rec_disable_modify() while the ops' old filter hash is still installed, so the
+// decrement in __ftrace_hash_rec_update() asks test_rec_ops_needs_regs(), which finds the moving
+// ops itself through its old hash and keeps FTRACE_FL_REGS. The site keeps calling
+// ftrace_regs_caller for the other ops. The engine does the same; the invariant now only demands
+// REGS while a SAVE_REGS ops wants the record.
+TEST(Fuzz, RegsKeptWhenASaveRegsOpsFilterMovesAwayIsLinuxsBehaviour) {
+  auto k = std::make_unique<kernel::Kernel>(
+      arch::loadImage(std::string(FTSIM_GUEST_DIR) + "/x86_64-fentry/kernel.elf"),
+      kernel::KernelConfig{});
+  model::FtraceOps a("a", {}, model::OpsFlag::SaveRegs), b("b", {}, 0);
+  std::uint32_t flags = 0;
+  std::optional<std::string> before, after;
+  k->patcher([&](kernel::Kernel &kk) {
+    kk.core().setFilter(a, "schedule", true);
+    kk.core().setFilter(b, "schedule", true);
+    kk.core().registerFunction(a);
+    kk.core().registerFunction(b);
+    before = checkEngineState(kk, false);
+    kk.core().setFilter(a, "put_page", true); // a moves away from schedule
+    flags = kk.core().lookupRecord(kk.symbolAddress("schedule"))->flags;
+    after = checkEngineState(kk, false);
+  });
+  sim::RandomScheduler random(1);
+  k->run(random);
+  EXPECT_FALSE(before) << *before;
+  EXPECT_FALSE(after) << *after;
+  // schedule: one user (b, no SAVE_REGS) and REGS still set, as in Linux.
+  EXPECT_EQ(model::recordCount(flags), 1u);
+  EXPECT_TRUE(flags & model::RecordFlag::Regs);
+}
+
+// The reported commands, in process: no violation now.
+TEST(Fuzz, TheReportedRunsAreCleanWithTheCorrectProtocol) {
+  const FuzzResult r = fuzz(options(3, 20));
+  EXPECT_FALSE(r.failing) << r.originalViolation;
+  EXPECT_EQ(r.runs, 20u);
+}
+
+// --linux: every generated run is the release's (protocol, update order) and claims it; on 3.13
+// (before 59338f754a55) the fuzzer finds the list-to-single race the published scenario shows.
+TEST(Fuzz, LinuxProfileAppliesToEveryRun) {
+  FuzzOptions o = options(3, 4);
+  o.linuxProfile = "4.19";
+  const std::vector<std::string> functions = calledFunctions(o.imagePath, {"sched", "mm"});
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    const Scenario s = fuzzScenario(o, functions, i);
+    EXPECT_EQ(s.protocol, "int3-skip");
+    EXPECT_EQ(s.linuxProfile, "4.19");
+    EXPECT_FALSE(s.engine.pre59338f754a55);
+  }
+  o.linuxProfile = "3.13";
+  EXPECT_TRUE(fuzzScenario(o, functions, 0).engine.pre59338f754a55);
+  o.protocol = "int3";
+  std::string message;
+  try {
+    fuzz(o);
+  } catch (const FatalError &e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("--protocol int3 is not Linux 3.13's"), std::string::npos) << message;
 }
 
 } // namespace

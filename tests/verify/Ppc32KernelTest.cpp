@@ -173,7 +173,7 @@ TEST_P(Ppc32Livepatch, NewVersionEverywhereOnceInAndTheOldBodyFinishes) {
   for (std::uint64_t seed = 1; seed <= 6 && !sawInside; ++seed) {
     kernel::KernelConfig config;
     config.machine.cpus = 3;
-    config.protocol = "word";
+    config.protocol = "patch-instruction";
     config.opsTrampolines = GetParam();
     auto kernel = bootKernel("ppc32-mcount", config);
     kernel::Kernel &k = *kernel;
@@ -239,8 +239,9 @@ INSTANTIATE_TEST_SUITE_P(SharedRegsCallerOrOwnTrampoline, Ppc32Livepatch, ::test
 
 // The trampoline-freeing scenarios on ppc32 are files: TrampolineCheckTest.cpp.
 
-// Every ppc32 mutant is killed, each by the checker the issue names, and both correct protocols
-// (word, word-mflr) survive every checker.
+// Every ppc32 mutant is killed, each by the checker the issue names, and the correct protocols
+// (Linux's patch-instruction without an IPI, patch-instruction-ipi, word-mflr) survive every
+// checker.
 TEST(Ppc32Mutants, EveryMutantIsKilledAndTheCorrectProtocolsSurvive) {
   const arch::Arch &isa = arch::archByName("ppc32");
   const MutationScore score = runMutants(isa, defaultMutantCheckers(isa));
@@ -254,11 +255,11 @@ TEST(Ppc32Mutants, EveryMutantIsKilledAndTheCorrectProtocolsSurvive) {
       EXPECT_TRUE(r.killedBy.empty()) << r.protocol << " killed: " << r.evidence.front();
     }
   }
-  EXPECT_EQ(score.mutants, 5u) << table; // nosync, mflr order, mflr grace, trap, truncation
+  EXPECT_EQ(score.mutants, 4u) << table; // mflr order, mflr grace, trap, truncation
   EXPECT_EQ(score.killed, score.mutants) << table;
   EXPECT_TRUE(score.correctSurvives) << table;
-  EXPECT_EQ(killer["word-nosync"], "cmodx+sync:enable-modify-disable") << table;
-  EXPECT_EQ(killer["word-trap-first"], "cmodx+sync:enable-modify-disable") << table;
+  EXPECT_EQ(killer.count("patch-instruction"), 0u) << table; // Linux's: no IPI, not killed
+  EXPECT_EQ(killer["word-trap-first"], "cmodx:enable-modify-disable") << table;
   EXPECT_EQ(killer["bl-truncate"], "z3:bl-range") << table;
   EXPECT_TRUE(killer.count("word-mflr-wrong-order")) << table;
   EXPECT_TRUE(killer.count("word-mflr-no-grace")) << table;

@@ -20,7 +20,7 @@ TEST(ByteStateProof, TodaysX86ProtocolIsSafeEverywhere) {
 }
 
 TEST(ByteStateProof, TodaysPpc32ProtocolIsSafeEverywhere) {
-  const ProofResult r = proveByteStatesEverywhere(arch::archByName("ppc32"), "word");
+  const ProofResult r = proveByteStatesEverywhere(arch::archByName("ppc32"), "patch-instruction");
   EXPECT_TRUE(r.holds) << r.counterexample;
 }
 
@@ -95,8 +95,10 @@ TEST(ByteStateProof, AnswersDoNotDependOnEarlierCalls) {
   EXPECT_EQ(passFirst.begin()[1], f);
   EXPECT_EQ(passFirst.begin()[2], p);
   // A whole sweep, twice: the same count of solver queries (the memo is the sweep's own).
-  const ProofResult first = proveByteStatesEverywhere(arch::archByName("ppc32"), "word");
-  const ProofResult again = proveByteStatesEverywhere(arch::archByName("ppc32"), "word");
+  const ProofResult first =
+      proveByteStatesEverywhere(arch::archByName("ppc32"), "patch-instruction");
+  const ProofResult again =
+      proveByteStatesEverywhere(arch::archByName("ppc32"), "patch-instruction");
   EXPECT_TRUE(first.holds) << first.counterexample;
   EXPECT_EQ(first.checks, again.checks);
   EXPECT_EQ(first.name, again.name);

@@ -127,7 +127,7 @@ TEST(Verdict, CheckAppliesTheIsasLivePatchingRule) {
   ASSERT_EQ(r.verdict, Verdict::Violation);
   EXPECT_EQ(r.minimised->violation.oracle, "live-patching");
   EXPECT_NE(r.minimised->violation.message.find("not a patch-class"), std::string::npos);
-  ppc.protocol = "word"; // Linux's patch_instruction(): one patch-class word
+  ppc.protocol = "patch-instruction"; // Linux's patch_instruction(): one patch-class word
   SiteHarness word(ppc);
   EXPECT_EQ(check(word, exploreOptionsFor(ppc)).verdict, Verdict::Verified);
   SiteHarness x86(site("int3")); // x86 has no such rule

@@ -78,6 +78,7 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
     if (r.verdict == Verdict::Incomplete)
       out += fmt::format("  nothing is proven: {}\n", r.incomplete);
     out += fmt::format("  models: {}\n", r.models);
+    out += fmt::format("  linux: {}\n", describeScenarioProfile(h.scenario()));
     out += fmt::format("executions {}, sleep-set blocked {}, pruned branches {}, bound cuts {}, "
                        "distinct final states {}, {:.2f} s ({:.0f} executions/s)\n",
                        st.executions, st.sleepBlocked, st.pruned, st.boundCuts, st.distinctStates,
@@ -94,6 +95,7 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
   if (!replayPath.empty())
     out += fmt::format("replay: ftsim replay {}\n", replayPath);
   out += fmt::format("  models: {}\n", r.models);
+  out += fmt::format("  linux: {}\n", describeScenarioProfile(h.scenario()));
   out += fmt::format("after {} executions ({} violating): {}, {:.2f} s\n", st.executions,
                      r.result.violatingExecutions, r.coverage, st.seconds);
   return out;
@@ -111,6 +113,7 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
   j["describe"] = s.describe();
   j["source"] = s.source;
   j["fidelity"] = s.fidelity;
+  j["linux"] = describeScenarioProfile(s);
   j["explorer"] = o.explorer;
   j["reduction"] = o.reduction;
   j["preemption_bound"] = o.preemptionBound;

@@ -79,14 +79,21 @@ Scenario buildCheckScenario(const CheckRequest &r) {
     if (!r.scenarioFile.empty())
       fatal("check: --tramp-free/--tramp-scenario/--preempt and --scenario exclude each other");
     Scenario s = trampolineScenario(r);
+    if (r.linuxProfile) {
+      if (r.trampFree || r.noSyncUnchanged)
+        fatal("check: --linux decides when the trampoline is freed: drop --tramp-free and "
+              "--no-sync-unchanged");
+      applyLinuxProfile(s, *r.linuxProfile, r.protocol);
+    }
     s.validate("check");
     return s;
   }
   Scenario s;
   if (!r.scenarioFile.empty())
     s = loadScenarioFile(r.scenarioFile);
-  else if (!r.protocol)
-    fatal("check: give --protocol (see ftsim protocols), --scenario FILE or --tramp-free POLICY");
+  else if (!r.protocol && !r.linuxProfile)
+    fatal("check: give --protocol or --linux (see ftsim protocols), --scenario FILE or "
+          "--tramp-free POLICY");
   const std::string origin = r.scenarioFile.empty() ? "check" : r.scenarioFile;
   if (r.arch) {
     s.arch = *r.arch;
@@ -113,6 +120,8 @@ Scenario buildCheckScenario(const CheckRequest &r) {
     fatal("check: --sites, --site-offset, --transition and --preemption apply to site scenarios, "
           "not to {} scenarios",
           codeKindName(s.code));
+  if (r.linuxProfile)
+    applyLinuxProfile(s, *r.linuxProfile, r.protocol);
   if (r.scenarioFile.empty())
     s.name = fmt::format("{}-{}-{}cpu", s.arch, s.protocol, s.cpus);
   s.validate(origin);

@@ -187,6 +187,10 @@ Scenario fuzzScenario(const FuzzOptions &options, const std::vector<std::string>
     }
     e.steps.push_back(st);
   }
+  if (!options.linuxProfile.empty())
+    applyLinuxProfile(s, options.linuxProfile,
+                      options.protocol.empty() ? std::nullopt
+                                               : std::optional<std::string>(options.protocol));
   s.validate(s.name);
   return s;
 }
@@ -196,6 +200,8 @@ FuzzResult fuzz(const FuzzOptions &options) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  if (!options.linuxProfile.empty()) // a bad --linux or --protocol is bad input before any run
+    fuzzScenario(options, {"schedule"}, 0);
   const std::vector<std::string> functions = calledFunctions(options.imagePath, {"sched", "mm"});
   FuzzResult r;
   for (std::uint64_t i = 0;; ++i) {

@@ -4,6 +4,8 @@
 
 #include "ftsim/verify/check/Verdict.h"
 
+#include "ftsim/model/LinuxProfile.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -26,14 +28,20 @@ std::string modeOf(const FuzzOptions &o, const FuzzResult &r) {
 } // namespace
 
 std::string formatFuzz(const FuzzOptions &o, const FuzzResult &r, const std::string &replayPath) {
+  const std::string profileLine =
+      o.linuxProfile.empty()
+          ? std::string()
+          : fmt::format("  linux: {}\n",
+                        model::describeProfile(model::linuxProfileByName(o.linuxProfile)));
   if (!r.failing)
     return fmt::format("ftsim fuzz: NO VIOLATION in {} runs (not a proof; {} events, {} "
-                       "operations refused with an errno), seed {}, {}\n",
-                       r.runs, r.events, r.notes, o.seed, modeOf(o, r));
+                       "operations refused with an errno), seed {}, {}\n{}",
+                       r.runs, r.events, r.notes, o.seed, modeOf(o, r), profileLine);
   std::string out = fmt::format("ftsim fuzz: VIOLATION in run {} of seed {} ({})\n", r.runs - 1,
                                 o.seed, modeOf(o, r));
   out += fmt::format("generated: {}\n  {}\n", stepsOf(*r.original), r.originalViolation);
   out += fmt::format("shrunk to: {} ({})\n", stepsOf(*r.failing), r.failing->describe());
+  out += profileLine;
   out += formatViolation(r.cex->violation);
   out += fmt::format("schedule minimised to {} decisions, {} events\n", r.cex->choices.size(),
                      r.cex->events);
@@ -47,6 +55,8 @@ std::string fuzzJson(const FuzzOptions &o, const FuzzResult &r, const std::strin
   j["seed"] = o.seed;
   if (!o.protocol.empty())
     j["protocol"] = o.protocol;
+  if (!o.linuxProfile.empty())
+    j["linux"] = o.linuxProfile;
   j["runs"] = r.runs;
   j["events"] = r.events;
   j["refused_operations"] = r.notes;

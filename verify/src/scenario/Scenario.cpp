@@ -151,6 +151,16 @@ void Scenario::validate(const std::string &origin) const {
     validateTrampoline(*this, bad);
   if (code == CodeKind::Kernel)
     validateEngine(*this, bad);
+  if (!linuxProfile.empty()) {
+    std::string why;
+    try {
+      why = profileMismatch(*this, linuxProfile);
+    } catch (const FatalError &e) {
+      bad(fmt::format("linux: {}", e.what()));
+    }
+    if (!why.empty())
+      bad(fmt::format("linux = \"{}\" but {}", linuxProfile, why));
+  }
 }
 
 bool isFidelityWord(std::string_view word) {
@@ -264,6 +274,8 @@ std::string Scenario::toToml() const {
     out += fmt::format("fidelity = {}\n", tomlString(fidelity));
   if (!published.empty())
     out += fmt::format("published = {}\n", tomlString(published));
+  if (!linuxProfile.empty())
+    out += fmt::format("linux = {}\n", tomlString(linuxProfile));
   out += fmt::format("arch = \"{}\"\nprotocol = \"{}\"\ncpus = {}\n", arch, protocol, cpus);
   out += fmt::format("store = \"{}\"\nfetch = \"{}\"\npreemption = {}\n",
                      sim::storeModelName(store), fetch->name(), preemption);

@@ -334,9 +334,9 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
     fatal("{}:{}: {}", origin, e.source().begin.line, e.description());
   }
   TableReader top(root, origin, "",
-                  {"name", "source", "fidelity", "published", "arch", "protocol", "cpus", "store",
-                   "fetch", "preemption", "code", "sites", "patch", "bounds", "expect", "engine",
-                   "trampoline", "explore"});
+                  {"name", "source", "fidelity", "published", "linux", "arch", "protocol", "cpus",
+                   "store", "fetch", "preemption", "code", "sites", "patch", "bounds", "expect",
+                   "engine", "trampoline", "explore"});
   Scenario s;
   s.name = std::filesystem::path(origin).stem().string();
   if (auto v = top.string("name"))
@@ -355,6 +355,8 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
             *v);
     s.published = *v;
   }
+  if (auto v = top.string("linux"))
+    s.linuxProfile = *v;
   auto arch = top.string("arch");
   if (!arch)
     fatal("{}: missing 'arch' (x86_64 or ppc32)", origin);

@@ -1,14 +1,15 @@
 #pragma once
 // An ISA's rule for writing code other CPUs may be executing, beyond "the protocol's stores and
-// syncs": powerpc's CMODX (Power ISA v3.1 Book II 1.6: only patch-class instructions may be
-// written live, and other CPUs must context-synchronise before the change is relied on). x86 has
-// none (its int3 protocol is checked by exploration). The verifier applies a target's rule to any
-// scenario of that ISA without knowing the ISA:
+// syncs": powerpc's CMODX (Power ISA Book II, "Concurrent Modification and Execution of
+// Instructions": only patch-class instructions may be written live, no multi-instruction sequence
+// may be seen half-updated, and nothing may rely on another CPU having seen the new word before it
+// context-synchronised). x86 has none (its int3 protocol is checked by exploration). The verifier
+// applies a target's rule to any scenario of that ISA without knowing the ISA:
 //  - watch(port): a MachinePort that forwards to `port` and records every violation of the rule
-//    by the writes made through it (wrap the patcher's port; read findings() after the run);
+//    by the writes (and frees) made through it (wrap the patcher's port; read findings() after
+//    the run);
 //  - checkProtocol(protocol): drive `protocol` through enable, retarget and disable of one site
-//    on a flat text where every store lands at once, and return the first violation, or why the
-//    protocol returned with a store no other CPU was made to synchronise after.
+//    on a flat text where every store lands at once, and return the first violation.
 
 #include "ftsim/arch/PatchProtocol.h"
 

@@ -20,6 +20,7 @@
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/arch/SiteHooks.h"
 #include "ftsim/arch/Trampolines.h"
+#include "ftsim/kernel/SiteTargets.h"
 #include "ftsim/model/ArchPatcher.h"
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/TraceFs.h"
@@ -62,6 +63,12 @@ struct KernelConfig {
   // nops) with the ISA's live-patching rule (arch::LivePatchingRule, powerpc CMODX); its
   // findings are livePatchingFindings().
   bool livePatchingRule = false;
+  // The update order before 59338f754a55 (sites first, then ftrace_call; FtraceCore).
+  bool pre59338f754a55 = false;
+  // An engine mutation (tests, mutation scores): wraps the arch patcher the core drives, e.g. to
+  // write a call to the wrong trampoline. The exact-target oracle (SiteTargets.h) still derives
+  // each site's legal states from the records, so what the mutation writes is judged.
+  std::function<std::unique_ptr<model::ArchPatcher>(model::ArchPatcher &)> patcherMutation;
 
   static sim::MachineConfig defaultMachine() {
     sim::MachineConfig c;
@@ -69,6 +76,11 @@ struct KernelConfig {
     return c;
   }
 };
+
+// A Linux profile's choices (model/LinuxProfile.h) on a kernel config: its patch protocol for
+// `isa` (FatalError when config.protocol already names another), its update order and when a
+// dynamic trampoline is freed.
+void applyLinuxProfile(KernelConfig &config, std::string_view profile, std::string_view isa);
 
 // One call of a trace function from ftrace_call / ftrace_regs_call.
 struct CallbackEvent {
@@ -226,7 +238,10 @@ private:
   std::unique_ptr<arch::PatchProtocol> protocol_;
   std::unique_ptr<arch::SiteHooks> siteHooks_;      // the target's per-record arch code
   std::unique_ptr<arch::RuleCheckedPort> rulePort_; // the ISA's live-patching rule, if watched
-  std::unique_ptr<model::ArchPatcher> patcher_;
+  std::unique_ptr<arch::MachinePort> syncPort_;     // reports all-CPU syncs to siteTargets_
+  std::unique_ptr<SiteTargets> siteTargets_;        // each record site's exact legal states
+  std::unique_ptr<model::ArchPatcher> protocolPatcher_, mutatedPatcher_;
+  std::unique_ptr<model::ArchPatcher> patcher_; // what the core drives: target-checked
   std::unique_ptr<model::OpsTrampolineArch> opsTrampolineArch_;
   std::unique_ptr<model::FtraceCore> core_;
   std::unique_ptr<model::TraceFs> tracefs_;

@@ -199,6 +199,7 @@ public:
   // and switches ftrace_call to the final function afterwards, without going through the list
   // function. For the list-to-single-race scenario only; false (today's order) by default.
   void setPre59338f754a55Order(bool enabled) { pre59338f754a55_ = enabled; }
+  bool pre59338f754a55Order() const { return pre59338f754a55_; }
 
   // Commands of ftrace_run_update_code()
   static constexpr unsigned UpdateCalls = 1u << 0;     // FTRACE_UPDATE_CALLS

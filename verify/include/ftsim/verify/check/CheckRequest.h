@@ -21,6 +21,8 @@ struct CheckRequest {
   bool preempt = false; // trampoline scenarios: timer preemption
   // Overrides.
   std::optional<std::string> arch, protocol, store, fetch, transition, image;
+  // --linux VERSION: one kernel profile's choices throughout (model/LinuxProfile.h).
+  std::optional<std::string> linuxProfile;
   std::optional<unsigned> cpus, sites, siteOffset;
   bool preemption = false; // site scenarios: two tasks per CPU and timer preemption
   // Exploration.

@@ -33,6 +33,9 @@ struct FuzzOptions {
   // word). A broken one (direct, int3-skip, ...) points the fuzzer at a known-bad engine, to show
   // its failure path finds, shrinks and saves a violation.
   std::string protocol;
+  // A Linux profile (model/LinuxProfile.h): every run uses its protocol and update order and
+  // claims it (a --protocol that is not the profile's is bad input); empty: none claimed.
+  std::string linuxProfile;
   std::function<void(std::uint64_t runs, std::uint64_t events)> progress;
 };
 

@@ -42,15 +42,16 @@ struct MutationScore {
 };
 
 // The default checkers of `arch` (x86_64 or ppc32). ppc32 adds, after the site-level ones:
-//  - cmodx+sync:enable-modify-disable: the ISA's live-patching rule (arch::LivePatchingRule, powerpc CMODX) as an oracle
-//    over a site enabled, retargeted and disabled, plus "every change is followed by the other
-//    CPUs' context synchronisation before the protocol returns" (Power ISA v3.1 Book II 1.6):
-//    kills non-patch-class writes (word-trap-first), the two-instruction order/grace mutants and
-//    the dropped sync (word-nosync);
-//  - z3:bl-range: the Z3 LI-range theorem, and an encoder held to it (kills bl-truncate).
-// A running-guest checker (a stale `bl` still traced after the tracer is off, under the stale
-// fetch model) was tried and did not kill word-nosync: the simulator's stale choices did not keep
-// CPU 1 on the old word across the run, so it is not part of the defaults.
+//  - cmodx:enable-modify-disable: the ISA's live-patching rule (arch::LivePatchingRule, powerpc
+//    CMODX after the Power ISA's Book II "Instruction Storage" section, "Concurrent Modification
+//    and Execution of Instructions") over a site enabled, retargeted and disabled: kills
+//    non-patch-class writes (word-trap-first) and the two-instruction order/grace mutants. A
+//    protocol need not make other CPUs synchronise before it returns: Linux's (patch-instruction,
+//    c96f83856f56) does not, and survives. The same rule is the live-patching oracle of `ftsim
+//    check`, which finds every protocol mutant killed here on some scenario
+//    (ppc32-mflr-wrong-order, ppc32-mflr-no-grace, the word-trap-first snippet check);
+//  - z3:bl-range: the Z3 LI-range theorem, and an encoder held to it (kills bl-truncate, an
+//    encoder mutant `check` cannot select: it runs the real encoder).
 // ppc32 also has mutants outside the protocol table (word-trap-first, bl-truncate); checkers that
 // build protocols from the table by name do not apply to them.
 std::vector<MutantChecker> defaultMutantCheckers(const arch::Arch &arch);

@@ -184,6 +184,9 @@ struct Scenario {
   std::string source;    // citation for published scenarios
   std::string fidelity;  // "", or how faithful to Linux: see kFidelityWords
   std::string published; // the published scenario it reproduces (papers/NAME.md; ftsim repro)
+  // The Linux profile it claims (model::LinuxProfile, TOML `linux`): "" claims none. When set,
+  // validate() requires the scenario's choices to be that profile's (ScenarioProfile.cpp).
+  std::string linuxProfile;
   std::string arch{::ftsim::arch::defaultArch().name()};
   std::string protocol = "int3";
   unsigned cpus = 2;
@@ -224,5 +227,18 @@ struct Scenario {
 // "corpora/scenarios/x.toml: unknown key 'cpu' (known: ...)".
 Scenario parseScenario(const std::string &text, const std::string &origin);
 Scenario loadScenarioFile(const std::string &path);
+
+// Kernel profiles (model/LinuxProfile.h) on scenarios (ScenarioProfile.cpp):
+// - applyLinuxProfile: the profile's choices replace the scenario's (protocol; kernel: update
+//   order; trampoline: when the trampoline is freed) and linuxProfile names it. FatalError when
+//   the scenario needs what the profile does not have (per-ops trampolines before f3bea49115b2),
+//   or when `explicitProtocol` differs from the profile's.
+// - profileMismatch: why the scenario's choices are not those of `profileName` ("" when they are).
+// - describeScenarioProfile: one line for check's output: the claimed profile, else the newest
+//   profile whose choices the scenario's are, else why none is (a mutant, a model hypothesis).
+void applyLinuxProfile(Scenario &s, const std::string &profileName,
+                       const std::optional<std::string> &explicitProtocol);
+std::string profileMismatch(const Scenario &s, const std::string &profileName);
+std::string describeScenarioProfile(const Scenario &s);
 
 } // namespace ftsim::verify

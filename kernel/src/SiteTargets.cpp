@@ -1,0 +1,161 @@
+// The exact legal states of record call sites (SiteTargets.h).
+
+#include "ftsim/kernel/SiteTargets.h"
+
+#include <algorithm>
+
+namespace ftsim::kernel {
+
+namespace {
+
+void addState(std::vector<arch::Bytes> &states, const arch::Bytes &b) {
+  if (!b.empty() && std::find(states.begin(), states.end(), b) == states.end())
+    states.push_back(b);
+}
+
+} // namespace
+
+void SiteTargets::rest(std::uint64_t ip, arch::Bytes now) {
+  Site &s = sites_[ip];
+  s.states.clear();
+  addState(s.states, now);
+  s.newest = std::move(now);
+  publish_(ip, s.states);
+}
+
+void SiteTargets::update(std::uint64_t ip, arch::Bytes old, arch::Bytes now) {
+  Site &s = sites_[ip];
+  // States not yet synchronised away stay legal; the old one is legal until the next sync.
+  addState(s.states, old);
+  addState(s.states, now);
+  s.newest = std::move(now);
+  publish_(ip, s.states);
+}
+
+void SiteTargets::contextSynchronised() {
+  for (auto &[ip, s] : sites_)
+    if (s.states.size() > 1 && read_(ip, s.newest.size()) == s.newest) {
+      s.states = {s.newest};
+      publish_(ip, s.states);
+    }
+}
+
+std::vector<arch::Bytes> SiteTargets::legal(std::uint64_t ip) const {
+  auto it = sites_.find(ip);
+  return it == sites_.end() ? std::vector<arch::Bytes>{} : it->second.states;
+}
+
+namespace {
+
+class SyncObservingPort final : public arch::MachinePort {
+public:
+  SyncObservingPort(arch::MachinePort &inner, std::function<void()> synced)
+      : inner_(inner), synced_(std::move(synced)) {}
+  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
+    return inner_.readText(addr, out);
+  }
+  bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
+    return inner_.writeText(addr, bytes);
+  }
+  void syncCores() override {
+    inner_.syncCores();
+    synced_();
+  }
+  std::uint64_t allocText(std::size_t size, std::uint64_t nearAddress) override {
+    return inner_.allocText(size, nearAddress);
+  }
+  void freeText(std::uint64_t addr, std::size_t size) override { inner_.freeText(addr, size); }
+  void synchronizeRcuTasks() override { inner_.synchronizeRcuTasks(); }
+  void scheduleOnEachCpu() override {
+    inner_.scheduleOnEachCpu();
+    synced_();
+  }
+  void publish(std::string_view what, const std::function<void()> &write) override {
+    inner_.publish(what, write);
+  }
+  void setTrapHandler(arch::TrapHandler handler) override {
+    inner_.setTrapHandler(std::move(handler));
+  }
+  void setHypercall(std::uint64_t stubAddress, arch::Hypercall callback) override {
+    inner_.setHypercall(stubAddress, std::move(callback));
+  }
+
+private:
+  arch::MachinePort &inner_;
+  std::function<void()> synced_;
+};
+
+class TargetCheckedPatcher final : public model::ArchPatcher {
+public:
+  TargetCheckedPatcher(model::ArchPatcher &inner, SiteTargets &targets,
+                       std::function<std::uint64_t(const model::DynFtrace &)> addrNew)
+      : inner_(inner), targets_(targets), addrNew_(std::move(addrNew)) {}
+
+  const arch::Arch &arch() const override { return inner_.arch(); }
+  unsigned archPrivateSize() const override { return inner_.archPrivateSize(); }
+  std::uint64_t recordDatum(const model::DynFtrace &rec,
+                            const std::optional<model::SymbolInfo> &symbol) const override {
+    return inner_.recordDatum(rec, symbol);
+  }
+  arch::Bytes callBytes(const model::DynFtrace &rec, std::uint64_t target) const override {
+    return inner_.callBytes(rec, target);
+  }
+  arch::Bytes nopBytes(const model::DynFtrace &rec) const override { return inner_.nopBytes(rec); }
+  model::PatchOutcome initNop(model::DynFtrace &rec, std::uint64_t mcountAddr) override {
+    const model::PatchOutcome outcome = inner_.initNop(rec, mcountAddr);
+    targets_.rest(rec.ip, inner_.nopBytes(rec));
+    return outcome;
+  }
+  void prepare() override { inner_.prepare(); }
+  void beginBatch() override { inner_.beginBatch(); }
+  // The engine's state says what the site becomes: ftrace_get_addr_new() of the record (its
+  // TRAMP and REGS flags and the ops that own it), whatever address the caller passes.
+  model::PatchOutcome makeCall(const model::DynFtrace &rec, std::uint64_t addr) override {
+    expect(rec, inner_.callBytes(rec, addrNew_(rec)));
+    return inner_.makeCall(rec, addr);
+  }
+  model::PatchOutcome makeNop(const model::DynFtrace &rec, std::uint64_t oldAddr) override {
+    expect(rec, inner_.nopBytes(rec));
+    return inner_.makeNop(rec, oldAddr);
+  }
+  model::PatchOutcome modifyCall(const model::DynFtrace &rec, std::uint64_t oldAddr,
+                                 std::uint64_t addr) override {
+    expect(rec, inner_.callBytes(rec, addrNew_(rec)));
+    return inner_.modifyCall(rec, oldAddr, addr);
+  }
+  void finishBatch() override { inner_.finishBatch(); }
+  void postProcess() override { inner_.postProcess(); }
+  model::PatchOutcome updateFtraceFunc(const model::TraceFunction &function) override {
+    return inner_.updateFtraceFunc(function);
+  }
+  model::PatchOutcome modifyCode(std::uint64_t ip, const arch::Bytes &old,
+                                 const arch::Bytes &replacement) override {
+    return inner_.modifyCode(ip, old, replacement);
+  }
+
+private:
+  void expect(const model::DynFtrace &rec, arch::Bytes now) {
+    // The state before: what the engine last wanted there (the nop of ftrace_init_nop first).
+    arch::Bytes old = targets_.known(rec.ip) ? targets_.newest(rec.ip) : inner_.nopBytes(rec);
+    targets_.update(rec.ip, std::move(old), std::move(now));
+  }
+
+  model::ArchPatcher &inner_;
+  SiteTargets &targets_;
+  std::function<std::uint64_t(const model::DynFtrace &)> addrNew_;
+};
+
+} // namespace
+
+std::unique_ptr<arch::MachinePort> makeSyncObservingPort(arch::MachinePort &inner,
+                                                         std::function<void()> synced) {
+  return std::make_unique<SyncObservingPort>(inner, std::move(synced));
+}
+
+std::unique_ptr<model::ArchPatcher>
+makeTargetCheckedPatcher(model::ArchPatcher &inner, SiteTargets &targets,
+                         std::function<std::uint64_t(const model::DynFtrace &)> addrNew) {
+  return std::make_unique<TargetCheckedPatcher>(inner, targets, std::move(addrNew));
+}
+
+} // namespace ftsim::kernel

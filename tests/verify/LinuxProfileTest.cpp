@@ -1,0 +1,123 @@
+// Kernel profiles (model/LinuxProfile.h) on scenarios and on `ftsim check --linux`: the registry,
+// the published scenarios' claimed profiles (each buggy variant on the release that had the bug),
+// a claim the scenario's choices contradict, and --linux applied to a request.
+
+#include "ftsim/model/LinuxProfile.h"
+#include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/verify/check/CheckRequest.h"
+#include "ftsim/verify/scenario/Scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace ftsim::verify {
+namespace {
+
+std::string fatalMessage(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const FatalError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LinuxProfile, NewestIsTheDefaultAndEveryProtocolExists) {
+  const auto &profiles = model::linuxProfiles();
+  ASSERT_GE(profiles.size(), 2u);
+  EXPECT_EQ(model::defaultLinuxProfile().name, "6.12");
+  for (const model::LinuxProfile &p : profiles)
+    for (const char *isa : {"x86_64", "ppc32"}) {
+      const std::string protocol(model::profileProtocol(p, isa));
+      bool found = false;
+      for (const arch::ProtocolInfo &info : arch::protocolsFor(arch::archByName(isa)))
+        found |= info.name == protocol && info.correct == (protocol != "int3-skip");
+      EXPECT_TRUE(found) << p.name << " " << isa << " " << protocol;
+    }
+  // A 4.x profile: ftrace's own breakpoint code, whose int3 handler skips the call.
+  EXPECT_EQ(model::linuxProfileByName("4.19").x86Protocol, "int3-skip");
+  EXPECT_EQ(model::linuxProfileByName("6.1").x86Protocol, "int3");
+  // powerpc: Linux's patch_instruction() without IPI since v4.6.
+  EXPECT_EQ(model::linuxProfileByName("4.19").ppc32Protocol, "patch-instruction");
+  const std::string bad = fatalMessage([] { model::linuxProfileByName("5.99"); });
+  EXPECT_NE(bad.find("'5.99'"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("6.12"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find('\n'), std::string::npos) << bad;
+}
+
+// Every published buggy variant runs on the profile of a release that had the bug, every fixed
+// one on a release with the fix; loading validates the claim against the file's choices.
+TEST(LinuxProfile, PublishedScenariosClaimTheirReleases) {
+  const std::map<std::string, std::string> claimed = {
+      {"list-to-single-race", "3.13"},
+      {"list-to-single-race-fixed", "6.12"},
+      {"int3-skips-call", "4.19"},
+      {"int3-skips-call-fixed", "6.12"},
+      {"ops-uaf-no-sync", "4.19"},
+      {"ops-uaf-no-sync-fixed", "6.12"},
+      {"ppc32-ops-uaf-no-sync", "4.19"},
+      {"ppc32-ops-uaf-no-sync-fixed", "6.12"},
+      {"tramp-free-rcu-tasks", "6.12"},
+      {"ppc32-tramp-free-rcu-tasks", "6.12"},
+      {"ppc-word", "6.12"},
+  };
+  for (const auto &[name, profile] : claimed) {
+    SCOPED_TRACE(name);
+    const std::string path = std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml";
+    Scenario s = loadScenarioFile(path);
+    s.validate(path);
+    EXPECT_EQ(s.linuxProfile, profile);
+    EXPECT_NE(describeScenarioProfile(s).find("Linux " + profile + " "), std::string::npos)
+        << describeScenarioProfile(s);
+  }
+}
+
+TEST(LinuxProfile, AClaimTheChoicesContradictIsAOneLineError) {
+  const std::string text = "name = 'x'\narch = \"x86_64\"\nprotocol = \"int3\"\n";
+  const std::string why =
+      fatalMessage([&] { parseScenario("linux = \"4.19\"\n" + text, "x.toml"); });
+  EXPECT_NE(why.find("x.toml: linux = \"4.19\" but protocol int3 is not Linux 4.19's (int3-skip)"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos);
+  Scenario s = parseScenario(text, "x.toml");
+  // Without a claim, check's line names the newest matching release, or why none is.
+  EXPECT_EQ(describeScenarioProfile(s).rfind("Linux 6.12 ", 0), 0u) << describeScenarioProfile(s);
+  s.protocol = "int3-nosync";
+  EXPECT_EQ(describeScenarioProfile(s).rfind("no Linux release: protocol int3-nosync", 0), 0u)
+      << describeScenarioProfile(s);
+}
+
+TEST(LinuxProfile, CheckLinuxAppliesOneReleaseThroughout) {
+  CheckRequest r;
+  r.trampScenario = "ops-uaf-no-sync";
+  r.linuxProfile = "4.19";
+  Scenario s = buildCheckScenario(r);
+  EXPECT_EQ(s.protocol, "int3-skip");
+  EXPECT_EQ(s.trampoline.free, "rcu-tasks");
+  EXPECT_FALSE(s.trampoline.syncWhenUnchanged); // before 0e792b89e680
+  r.linuxProfile = "6.1";
+  s = buildCheckScenario(r);
+  EXPECT_EQ(s.protocol, "int3");
+  EXPECT_TRUE(s.trampoline.syncWhenUnchanged);
+  // Per-ops trampolines do not exist in 3.13.
+  r.linuxProfile = "3.13";
+  EXPECT_NE(fatalMessage([&] { buildCheckScenario(r); }).find("f3bea49115b2"), std::string::npos);
+  // A protocol the release did not have is refused, not silently replaced.
+  CheckRequest site;
+  site.arch = "ppc32";
+  site.protocol = "word-mflr";
+  site.linuxProfile = "6.12";
+  EXPECT_NE(fatalMessage([&] { buildCheckScenario(site); })
+                .find("--protocol word-mflr is not Linux 6.12's patch protocol on ppc32 "
+                      "(patch-instruction)"),
+            std::string::npos);
+  site.protocol.reset();
+  EXPECT_EQ(buildCheckScenario(site).protocol, "patch-instruction");
+}
+
+} // namespace
+} // namespace ftsim::verify

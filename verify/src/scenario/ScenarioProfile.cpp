@@ -1,0 +1,90 @@
+// Kernel profiles on scenarios (Scenario.h, model/LinuxProfile.h): what a profile decides for each
+// kind of scenario, and which profile a scenario's choices are.
+//
+//  - every kind: the patch protocol of the scenario's ISA;
+//  - kernel: the update order (59338f754a55) and, if the scenario uses per-ops trampolines,
+//    whether the profile has them (f3bea49115b2);
+//  - trampoline: when ftrace_shutdown() frees a dynamic trampoline and whether it synchronises
+//    when no code changed (12cce594fa8f, 0598e4f08e3d, 0e792b89e680).
+
+#include "ftsim/verify/scenario/Scenario.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/model/LinuxProfile.h"
+
+#include <fmt/format.h>
+
+namespace ftsim::verify {
+namespace {
+
+std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
+  const std::string_view protocol = model::profileProtocol(p, s.arch);
+  if (s.protocol != protocol)
+    return fmt::format("protocol {} is not Linux {}'s ({})", s.protocol, p.name, protocol);
+  if (s.code == CodeKind::Kernel) {
+    if (s.engine.pre59338f754a55 != p.pre59338f754a55)
+      return fmt::format("the update order is {} 59338f754a55, Linux {}'s {}",
+                         s.engine.pre59338f754a55 ? "before" : "after", p.name,
+                         p.pre59338f754a55 ? "before" : "after");
+    if (s.engine.opsTrampolines && !p.opsTrampolines)
+      return fmt::format("per-ops trampolines, which Linux {} does not have (f3bea49115b2)",
+                         p.name);
+  }
+  if (s.code == CodeKind::Trampoline) {
+    if (!p.opsTrampolines)
+      return fmt::format("per-ops trampolines, which Linux {} does not have (f3bea49115b2)",
+                         p.name);
+    const std::string_view free = model::trampolineFreeName(p.free.free);
+    if (s.trampoline.free != free)
+      return fmt::format("free {}, Linux {}'s is {}", s.trampoline.free, p.name, free);
+    if (s.trampoline.syncWhenUnchanged != p.free.syncWhenUnchanged)
+      return fmt::format("{} when no code changed, Linux {} {} (0e792b89e680)",
+                         s.trampoline.syncWhenUnchanged ? "synchronises" : "no sync", p.name,
+                         p.free.syncWhenUnchanged ? "synchronises" : "does not");
+  }
+  return "";
+}
+
+} // namespace
+
+std::string profileMismatch(const Scenario &s, const std::string &profileName) {
+  return mismatch(s, model::linuxProfileByName(profileName));
+}
+
+void applyLinuxProfile(Scenario &s, const std::string &profileName,
+                       const std::optional<std::string> &explicitProtocol) {
+  const model::LinuxProfile &p = model::linuxProfileByName(profileName);
+  const std::string protocol(model::profileProtocol(p, s.arch));
+  if (explicitProtocol && *explicitProtocol != protocol)
+    fatal("--protocol {} is not Linux {}'s patch protocol on {} ({}): give one of them",
+          *explicitProtocol, p.name, s.arch, protocol);
+  s.protocol = protocol;
+  if (s.code == CodeKind::Kernel) {
+    if (s.engine.opsTrampolines && !p.opsTrampolines)
+      fatal("--linux {}: the scenario uses per-ops trampolines, which Linux {} does not have "
+            "(f3bea49115b2)",
+            p.name, p.name);
+    s.engine.pre59338f754a55 = p.pre59338f754a55;
+  }
+  if (s.code == CodeKind::Trampoline) {
+    if (!p.opsTrampolines)
+      fatal("--linux {}: trampoline scenarios need per-ops trampolines, which Linux {} does not "
+            "have (f3bea49115b2)",
+            p.name, p.name);
+    s.trampoline.free = std::string(model::trampolineFreeName(p.free.free));
+    s.trampoline.syncWhenUnchanged = p.free.syncWhenUnchanged;
+  }
+  s.linuxProfile = std::string(p.name);
+}
+
+std::string describeScenarioProfile(const Scenario &s) {
+  if (!s.linuxProfile.empty())
+    return model::describeProfile(model::linuxProfileByName(s.linuxProfile));
+  for (const model::LinuxProfile &p : model::linuxProfiles())
+    if (mismatch(s, p).empty())
+      return model::describeProfile(p) + " (the newest profile with this scenario's choices)";
+  return fmt::format("no Linux release: {} (ftsim protocols, ftsim profiles)",
+                     mismatch(s, model::defaultLinuxProfile()));
+}
+
+} // namespace ftsim::verify
