@@ -81,6 +81,13 @@ LinuxMutantResult explore(const Scenario &s, const OperatorScenario &o) {
     r.killed = true;
     r.evidence = summarizeViolation(v);
     r.where = h.symbol(v.pc);
+    // The harness's own finding in that execution (the last one run: the minimised
+    // counterexample's replay) names the guest instruction better than a fault at the
+    // exception-return stub: the int3 poke_int3_handler declined.
+    if (!h.findings().empty()) {
+      r.evidence += "; " + h.findings().front().message;
+      r.where = h.symbol(h.findings().front().pc);
+    }
   } else if (report.found) {
     r.killed = true;
     r.evidence = summarizeViolation(report.found->violation);

@@ -276,9 +276,17 @@ std::string LinuxHarness::siteOf(std::uint64_t addr) const {
 }
 
 std::string LinuxHarness::symbol(std::uint64_t addr) const {
-  if (std::string site = siteOf(addr); !site.empty())
-    return site;
   const arch::ImageSymbol *s = guest_.image.symbolAt(addr);
+  if (std::string site = siteOf(addr); !site.empty()) {
+    // A site's first byte: the guest instruction, by function and source line.
+    if (s && site.find('+') == std::string::npos) {
+      site += fmt::format(" ({}+{:#x}", s->name, addr - s->addr);
+      if (std::string line = linuxk::sourceLine(guest_, addr); !line.empty())
+        site += ", " + line;
+      site += ")";
+    }
+    return site;
+  }
   if (!s || addr < guest_.image.textStart() || addr >= guest_.image.textEnd())
     return fmt::format("{:#x}", addr);
   std::string name = addr == s->addr ? s->name : fmt::format("{}+{:#x}", s->name, addr - s->addr);
