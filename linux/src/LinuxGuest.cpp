@@ -95,6 +95,11 @@ LinuxGuest buildLinuxGuest(const LinuxTreeRequest &request) {
     std::string first = r.err.substr(0, r.err.find('\n'));
     if (first.rfind("linux-objects: ", 0) == 0)
       first.erase(0, 15);
+    // The log's tail follows on stderr of the script, not in this one line.
+    const std::string tail = " (last lines of the build log follow)";
+    if (first.size() > tail.size() &&
+        first.compare(first.size() - tail.size(), tail.size(), tail) == 0)
+      first.erase(first.size() - tail.size());
     if (first.empty())
       first = fmt::format("{} exited with status {}", linuxObjectsScript(), r.status);
     fatal("{}", first);
