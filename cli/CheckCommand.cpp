@@ -110,6 +110,16 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                 "trampoline scenarios: skip the sync when unregistering changes no code "
                 "(before 0e792b89e680)");
   optionalFlag(cmd, "--image", r.image, "guest image of kernel/trampoline scenarios");
+  optionalFlag(cmd, "--kernel", r.kernel,
+               "run Linux's own text_poke code from Debian's linux-source-VERSION (6.1, 6.12)");
+  optionalFlag(cmd, "--kernel-tree", r.kernelTree,
+               "run Linux's own text_poke code from this x86-64 tree (built out of tree, cached)");
+  optionalFlag(cmd, "--mutant", r.mutant,
+               "with --kernel/--kernel-tree: a source mutation operator applied to a private copy "
+               "of the tree's alternative.c (ftsim mutants --kernel lists them)");
+  cmd->add_flag("--foreign-int3", r.foreignInt3,
+                "with --kernel/--kernel-tree: a kprobe-like int3 on the second traced function, "
+                "which the batch does not own (poke_int3_handler sees it first, as in Linux)");
   cmd->add_option("--chrome", f->chrome, "write the counterexample's Chrome trace-event JSON");
   cmd->callback([f, &result] { run(*f, result); });
 }

@@ -44,9 +44,18 @@ void onDataAccess(uc_engine *uc, uc_mem_type type, std::uint64_t address, int si
   auto *cpu = static_cast<CpuRuntime *>(user);
   if (!cpu->dataSeen) {
     cpu->dataSeen = true;
+    cpu->dataPc = cpu->machine->readReg(cpu->index, cpu->machine->abi.pcReg);
     cpu->dataAddr = address;
     cpu->dataSize = static_cast<std::uint8_t>(size);
     cpu->dataWrite = type == UC_MEM_WRITE;
+  } else {
+    // A second access of the same instruction (a locked read-modify-write): the footprint covers
+    // both, and is a write if either is.
+    const std::uint64_t lo = std::min(cpu->dataAddr, address);
+    const std::uint64_t hi = std::max(cpu->dataAddr + cpu->dataSize, address + size);
+    cpu->dataAddr = lo;
+    cpu->dataSize = static_cast<std::uint8_t>(std::min<std::uint64_t>(hi - lo, 255));
+    cpu->dataWrite = cpu->dataWrite || type == UC_MEM_WRITE;
   }
   if (cpu->freeRunning)
     uc_emu_stop(uc);

@@ -99,6 +99,7 @@ struct CpuState {
   unsigned runnable = 0;
   bool ipiPending = false;
   bool halfFetched = false;
+  bool irqsOff = false; // interrupts disabled: an IPI waits
   std::uint64_t switches = 0;
   std::set<std::uint64_t> dirtyLines; // line model: view lines behind
   std::map<std::uint64_t, std::vector<std::uint8_t>>
@@ -137,6 +138,7 @@ struct CpuRuntime {
   std::uint64_t dataAddr = 0;
   std::uint8_t dataSize = 0;
   bool dataWrite = false;
+  std::uint64_t dataPc = 0; // the instruction that made the watched access
 };
 
 class PatcherAborted {};
@@ -151,6 +153,11 @@ struct PatcherRuntime {
   arch::Bytes storeBytes;
   std::string publishWhat;
   const std::function<void()> *publishWrite = nullptr;
+  std::uint64_t publishDataAddr = 0; // publishAccess(): the access's footprint
+  std::uint8_t publishDataSize = 0;
+  bool publishDataWrite = false;
+  std::uint64_t spinAddr = 0; // spinUntilChanged(): the bytes and their value at the call
+  std::vector<std::uint8_t> spinValue;
   std::uint64_t graceStart = 0;
   std::vector<std::uint64_t> switchesAtStart;
 };
@@ -246,6 +253,8 @@ struct Machine::Impl {
 
   // The patcher (Patcher.cpp).
   bool inPatcher() const;
+  // Guest data bytes (not text); false when [addr, addr+out.size()) is not inside one region.
+  bool readData(std::uint64_t addr, std::span<std::uint8_t> out) const;
   void startPatcher(std::function<void(arch::MachinePort &)> body);
   void resumePatcher();
   void afterPatcherRan();

@@ -29,11 +29,22 @@ std::string_view Machine::Impl::patcherStateName(PatcherState s) {
     return "synchronizeRcuTasks";
   case PatcherState::WaitEachCpu:
     return "scheduleOnEachCpu";
+  case PatcherState::WaitSpin:
+    return "spin";
   }
   FTSIM_PANIC("bad PatcherState {}", static_cast<int>(s));
 }
 
 bool Machine::Impl::inPatcher() const { return patcher.alive && patcher.fiber->inside(); }
+
+bool Machine::Impl::readData(std::uint64_t addr, std::span<std::uint8_t> out) const {
+  for (const DataRegion &r : data)
+    if (addr - r.base < r.size && addr + out.size() - r.base <= r.size) {
+      std::copy_n(r.memory.get() + (addr - r.base), out.size(), out.begin());
+      return true;
+    }
+  return false;
+}
 
 void Machine::Impl::startPatcher(std::function<void(arch::MachinePort &)> body) {
   if (patcher.alive)
@@ -103,6 +114,10 @@ bool Machine::Impl::waitOver() const {
           state.cpus[c].switches == patcher.switchesAtStart[c])
         return false;
     return true;
+  case PatcherState::WaitSpin: {
+    std::vector<std::uint8_t> now(patcher.spinValue.size());
+    return !readData(patcher.spinAddr, now) || now != patcher.spinValue;
+  }
   default:
     return false;
   }
@@ -240,8 +255,56 @@ void Machine::publish(std::string_view what, const std::function<void()> &write)
   }
   m.patcher.publishWhat = std::string(what);
   m.patcher.publishWrite = &write;
+  m.patcher.publishDataSize = 0;
   m.patcher.state = PatcherState::Publish;
   m.yieldToMain();
+}
+
+void Machine::publishAccess(std::string_view what, std::uint64_t addr, std::uint32_t size,
+                            bool write) {
+  Impl &m = *impl_;
+  if (!m.inPatcher())
+    return;
+  static const std::function<void()> nothing = [] {};
+  m.patcher.publishWhat = std::string(what);
+  m.patcher.publishWrite = &nothing;
+  m.patcher.publishDataAddr = addr;
+  m.patcher.publishDataSize = static_cast<std::uint8_t>(std::min<std::uint32_t>(size, 255));
+  m.patcher.publishDataWrite = write;
+  m.patcher.state = PatcherState::Publish;
+  m.yieldToMain();
+  m.patcher.publishDataSize = 0;
+}
+
+void Machine::spinUntilChanged(std::uint64_t addr, std::uint32_t size) {
+  Impl &m = *impl_;
+  if (!m.inPatcher())
+    return;
+  m.patcher.spinAddr = addr;
+  m.patcher.spinValue.assign(size, 0);
+  if (!m.readData(addr, m.patcher.spinValue))
+    FTSIM_PANIC("spinUntilChanged on unmapped data {:#x}+{}", addr, size);
+  m.patcher.state = PatcherState::WaitSpin;
+  m.yieldToMain();
+}
+
+std::vector<HostMemory> Machine::hostMemory() const {
+  std::vector<HostMemory> out;
+  for (const TextRegion &r : impl_->text)
+    out.push_back({r.base, r.size, r.canonical.get(), true});
+  for (const DataRegion &r : impl_->data)
+    out.push_back({r.base, r.size, r.memory.get(), false});
+  return out;
+}
+
+void Machine::setInterruptsEnabled(unsigned cpu, bool enabled) {
+  if (cpu >= impl_->config.cpus)
+    FTSIM_PANIC("setInterruptsEnabled: no CPU {}", cpu);
+  impl_->state.cpus[cpu].irqsOff = !enabled;
+}
+
+bool Machine::interruptsEnabled(unsigned cpu) const {
+  return cpu < impl_->config.cpus && !impl_->state.cpus[cpu].irqsOff;
 }
 
 void Machine::setTrapHandler(arch::TrapHandler handler) { impl_->trapHandler = std::move(handler); }

@@ -26,7 +26,8 @@ bool Machine::Impl::patcherHoldsCpu(unsigned cpu) const {
   if (cpu != config.patcherCpu)
     return false;
   PatcherState s = patcher.state;
-  return s == PatcherState::Store || s == PatcherState::Publish || s == PatcherState::WaitIpis;
+  return s == PatcherState::Store || s == PatcherState::Publish || s == PatcherState::WaitIpis ||
+         s == PatcherState::WaitSpin;
 }
 
 std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
@@ -34,7 +35,7 @@ std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
   for (unsigned c = 0; c < config.cpus; ++c) {
     CpuState &cs = state.cpus[c];
     auto cpu = static_cast<std::uint8_t>(c);
-    if (cs.ipiPending && !cs.halfFetched)
+    if (cs.ipiPending && !cs.halfFetched && !cs.irqsOff)
       out[n++] = {EventKind::Ipi, cpu};
     if (cs.current < 0 || patcherHoldsCpu(c))
       continue;
@@ -118,6 +119,12 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   rt.freeRunning = count > 1;
   uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, count);
   rt.freeRunning = false;
+  if (count > 1 && err == UC_ERR_OK && rt.intno < 0 && rt.dataSeen &&
+      readReg(cpu, abi.pcReg) == rt.dataPc) {
+    // A stop requested from the watched access's hook takes effect before that instruction
+    // retires (the access is not made): run it now, so the event ends after it as documented.
+    err = uc_emu_start(rt.uc, rt.dataPc, abi.unreachable, 0, 1);
+  }
   const std::uint64_t after = readReg(cpu, abi.pcReg);
   rec.pcAfter = after;
   cs.pc = after;
@@ -185,6 +192,11 @@ void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
     rec.detail = static_cast<std::uint64_t>(it - names.begin());
     if (it == names.end())
       names.push_back(patcher.publishWhat);
+    if (patcher.publishDataSize) {
+      rec.dataAddr = patcher.publishDataAddr;
+      rec.dataSize = patcher.publishDataSize;
+      rec.dataWrite = patcher.publishDataWrite;
+    }
     (*patcher.publishWrite)();
     break;
   }

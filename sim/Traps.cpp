@@ -163,10 +163,17 @@ void Machine::Impl::handleTrap(unsigned cpu, EventRecord &rec, std::uint64_t pcA
   }
   if (trapHandler) {
     CpuGuestContext ctx(*this, cpu);
-    if (trapHandler(ctx, trapAddr) == arch::TrapVerdict::Handled) {
+    const arch::TrapVerdict verdict = trapHandler(ctx, trapAddr);
+    if (verdict == arch::TrapVerdict::Handled) {
       rec.outcome = StepOutcome::TrapHandled;
       cs.pc = readReg(cpu, abi.pcReg);
       serialise(cpu); // the handler returns with iret / rfi
+      return;
+    }
+    if (verdict == arch::TrapVerdict::Entered) {
+      rec.outcome =
+          StepOutcome::Hypercall; // a host action that read shared state, no serialisation
+      cs.pc = readReg(cpu, abi.pcReg);
       return;
     }
   }

@@ -89,10 +89,24 @@ Scenario buildCheckScenario(const CheckRequest &r) {
     return s;
   }
   Scenario s;
-  if (!r.scenarioFile.empty())
+  if ((r.mutant || r.foreignInt3) && !r.kernel && !r.kernelTree)
+    fatal("check: --mutant and --foreign-int3 apply to --kernel and --kernel-tree");
+  if (r.kernel || r.kernelTree) {
+    if (!r.scenarioFile.empty() || r.protocol || r.image || r.arch)
+      fatal("check: --kernel/--kernel-tree run the tree's own protocol on x86_64; --scenario, "
+            "--protocol, --image and --arch do not apply");
+    if (r.kernel && r.kernelTree)
+      fatal("check: --kernel and --kernel-tree exclude each other");
+    s.code = CodeKind::Linux;
+    s.kernel = r.kernel.value_or("");
+    s.kernelTree = r.kernelTree.value_or("");
+    s.mutant = r.mutant.value_or("");
+    s.foreignInt3 = r.foreignInt3;
+  } else if (!r.scenarioFile.empty())
     s = loadScenarioFile(r.scenarioFile);
   else if (!r.protocol && !r.linuxProfile)
-    fatal("check: give --protocol or --linux (see ftsim protocols), --scenario FILE or "
+    fatal("check: give --protocol or --linux (see ftsim protocols), --scenario FILE, "
+          "--kernel VERSION or "
           "--tramp-free POLICY");
   const std::string origin = r.scenarioFile.empty() ? "check" : r.scenarioFile;
   if (r.arch) {
@@ -114,15 +128,22 @@ Scenario buildCheckScenario(const CheckRequest &r) {
       fatal("check: --image applies to kernel and trampoline scenarios");
     s.image = *r.image;
   }
-  if (s.code == CodeKind::Snippet)
+  if (s.code == CodeKind::Linux && r.siteOffset)
+    fatal("check: --site-offset does not apply to Linux scenarios (the linker places the sites)");
+  if (s.code == CodeKind::Snippet || s.code == CodeKind::Linux)
     applySiteOverrides(s, r);
   else if (r.sites || r.siteOffset || r.transition || r.preemption)
     fatal("check: --sites, --site-offset, --transition and --preemption apply to site scenarios, "
           "not to {} scenarios",
           codeKindName(s.code));
+  if (r.linuxProfile && s.code == CodeKind::Linux)
+    fatal("check: --linux selects a profile of ftsim's engine; a Linux scenario runs the "
+          "tree's own code (its version is the tree's)");
   if (r.linuxProfile)
     applyLinuxProfile(s, *r.linuxProfile, r.protocol);
-  if (r.scenarioFile.empty())
+  if (s.code == CodeKind::Linux && r.scenarioFile.empty())
+    s.name = fmt::format("linux-{}-{}cpu", s.kernel.empty() ? "tree" : s.kernel, s.cpus);
+  else if (r.scenarioFile.empty())
     s.name = fmt::format("{}-{}-{}cpu", s.arch, s.protocol, s.cpus);
   s.validate(origin);
   return s;

@@ -33,7 +33,10 @@ bool dependent(const EventRecord &a, const EventRecord &b) {
       return o.kind == EventKind::FetchLine || serialises(o) ||
              (o.fetchSize && overlap(p.storeAddr, p.storeSize, o.fetchAddr, o.fetchSize));
     case EventKind::Publish:
-      return o.sharedRead;
+      // A publication that is a data access of the patcher's own guest code (publishAccess())
+      // conflicts with another CPU's access to the same bytes when either writes.
+      return o.sharedRead || (p.dataSize && o.dataSize && (p.dataWrite || o.dataWrite) &&
+                              overlap(p.dataAddr, p.dataSize, o.dataAddr, o.dataSize));
     case EventKind::Free:
       return o.fetchSize && overlap(p.storeAddr, p.detail, o.fetchAddr, o.fetchSize);
     default:

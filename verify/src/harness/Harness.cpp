@@ -4,6 +4,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/harness/KernelHarness.h"
+#include "ftsim/verify/harness/LinuxHarness.h"
 #include "ftsim/verify/harness/SiteHarness.h"
 #include "ftsim/verify/harness/TrampolineHarness.h"
 
@@ -25,8 +26,8 @@ struct Kind {
 };
 
 // The registry: one line per kind.
-const std::array<Kind, 3> &kinds() {
-  static const std::array<Kind, 3> table{{
+const std::array<Kind, 4> &kinds() {
+  static const std::array<Kind, 4> table{{
       {CodeKind::Snippet,
        [](const Scenario &s, const HarnessEnv &) { return std::make_unique<SiteHarness>(s); }},
       {CodeKind::Kernel,
@@ -37,6 +38,8 @@ const std::array<Kind, 3> &kinds() {
        [](const Scenario &s, const HarnessEnv &env) {
          return std::make_unique<TrampolineHarness>(s, imageOf(s, env));
        }},
+      {CodeKind::Linux,
+       [](const Scenario &s, const HarnessEnv &) { return std::make_unique<LinuxHarness>(s); }},
   }};
   return table;
 }

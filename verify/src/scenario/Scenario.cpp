@@ -161,6 +161,20 @@ void Scenario::validate(const std::string &origin) const {
     if (!why.empty())
       bad(fmt::format("linux = \"{}\" but {}", linuxProfile, why));
   }
+  if (code == CodeKind::Linux) {
+    if (a->name() != "x86_64")
+      bad(fmt::format("kind linux runs Linux's x86 text_poke code: arch must be x86_64, not {}",
+                      arch));
+    if (kernel.empty() == kernelTree.empty())
+      bad("kind linux needs exactly one of kernel (6.1 or 6.12) and kernel_tree (a directory)");
+    if (sites.size() + (foreignInt3 ? 1 : 0) > 2)
+      bad(fmt::format("{} sites{}: the Linux guest's workload has 2 traced functions", sites.size(),
+                      foreignInt3 ? " and a foreign int3" : ""));
+    if (preemption)
+      bad("kind linux does not model preemption yet");
+  } else if (!kernel.empty() || !kernelTree.empty() || !mutant.empty() || foreignInt3) {
+    bad("kernel, kernel_tree and mutant belong to kind = \"linux\"");
+  }
 }
 
 bool isFidelityWord(std::string_view word) {
@@ -175,6 +189,8 @@ std::string_view codeKindName(CodeKind kind) {
     return "kernel";
   case CodeKind::Trampoline:
     return "trampoline";
+  case CodeKind::Linux:
+    return "linux";
   }
   return "?";
 }
@@ -192,6 +208,7 @@ std::string Scenario::explorer() const {
   case CodeKind::Trampoline:
     return "rr-bounded";
   case CodeKind::Snippet:
+  case CodeKind::Linux:
     break;
   }
   return "exhaustive";
@@ -231,6 +248,19 @@ std::string Scenario::describe() const {
                        trampoline.syncWhenUnchanged ? "" : " (no sync when no code changes)", cpus,
                        sim::storeModelName(store), fetch->name(),
                        preemption ? "preemption" : "no preemption");
+  if (code == CodeKind::Linux) {
+    std::string siteList;
+    for (std::size_t i = 0; i < sites.size(); ++i)
+      siteList += (i ? ", " : "") + std::string(transitionLabel(sites[i]));
+    return fmt::format("x86_64 Linux {}{} text_poke_queue/text_poke_finish, {} CPU{}, {} site{} "
+                       "({}{}){}, store {}, fetch {}",
+                       kernel.empty() ? kernelTree : kernel,
+                       mutant.empty() ? "" : " (mutant " + mutant + ")", cpus, cpus == 1 ? "" : "s",
+                       sites.size(), sites.size() == 1 ? "" : "s", siteList,
+                       descending ? ", queued descending" : "",
+                       foreignInt3 ? ", plus a foreign int3 (kprobe-like)" : "",
+                       sim::storeModelName(store), fetch->name());
+  }
   if (code == CodeKind::Kernel) {
     std::string wl;
     for (std::size_t i = 0; i < engine.workloads.size(); ++i)
@@ -285,6 +315,14 @@ std::string Scenario::toToml() const {
     out += fmt::format("task_cpus = [{}]\n", cpuList);
   if (code != CodeKind::Snippet && !image.empty())
     out += fmt::format("image = {}\n", tomlString(image));
+  if (!kernel.empty())
+    out += fmt::format("kernel = {}\n", tomlString(kernel));
+  if (!kernelTree.empty())
+    out += fmt::format("kernel_tree = {}\n", tomlString(kernelTree));
+  if (!mutant.empty())
+    out += fmt::format("mutant = {}\n", tomlString(mutant));
+  if (foreignInt3)
+    out += "foreign_int3 = true\n";
   for (Transition t : sites)
     out += fmt::format("\n[[sites]]\ntransition = \"{}\"\n", transitionLabel(t));
   out += fmt::format("\n[patch]\norder = \"{}\"\n", descending ? "descending" : "ascending");

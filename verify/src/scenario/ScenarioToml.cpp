@@ -241,9 +241,9 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
 }
 
 void parseCode(const toml::table &code, const std::string &origin, Scenario &s) {
-  TableReader c(
-      code, origin, "code.",
-      {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions"});
+  TableReader c(code, origin, "code.",
+                {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions",
+                 "kernel", "kernel_tree", "mutant", "foreign_int3"});
   if (auto v = c.string("kind")) {
     if (*v == "snippet")
       s.code = CodeKind::Snippet;
@@ -251,8 +251,10 @@ void parseCode(const toml::table &code, const std::string &origin, Scenario &s) 
       s.code = CodeKind::Kernel;
     else if (*v == "trampoline")
       s.code = CodeKind::Trampoline;
+    else if (*v == "linux")
+      s.code = CodeKind::Linux;
     else
-      fatal("{}: code.kind = '{}' (known: snippet, kernel, trampoline)", origin, *v);
+      fatal("{}: code.kind = '{}' (known: snippet, kernel, trampoline, linux)", origin, *v);
   }
   if (auto v = c.count("site_offset", 0, 63))
     s.siteOffset = *v;
@@ -282,6 +284,14 @@ void parseCode(const toml::table &code, const std::string &origin, Scenario &s) 
           origin);
   if (auto v = c.string("image"))
     s.image = *v;
+  if (auto v = c.string("kernel"))
+    s.kernel = *v;
+  if (auto v = c.string("kernel_tree"))
+    s.kernelTree = *v;
+  if (auto v = c.string("mutant"))
+    s.mutant = *v;
+  if (auto v = c.boolean("foreign_int3"))
+    s.foreignInt3 = *v;
 }
 
 void parseSites(const toml::node &n, const std::string &origin, Scenario &s) {

@@ -49,6 +49,16 @@ enum class PatcherState : std::uint8_t {
   WaitIpis,     // in syncCores(), waiting for CPUs to take the IPI (its CPU spins)
   WaitRcuTasks, // in synchronizeRcuTasks() (sleeping: its CPU runs tasks)
   WaitEachCpu,  // in scheduleOnEachCpu() (sleeping: its CPU runs tasks)
+  WaitSpin,     // in spinUntilChanged(), spinning on data (its CPU spins)
+};
+
+// Guest memory as the host buffers behind it (text: the canonical copy), for an engine of the
+// caller's that must see the same memory (linux/'s patcher CPU).
+struct HostMemory {
+  std::uint64_t base = 0;
+  std::uint64_t size = 0;
+  std::uint8_t *host = nullptr;
+  bool text = false;
 };
 
 struct RunResult {
@@ -150,6 +160,23 @@ public:
   void synchronizeRcuTasks() override;
   void scheduleOnEachCpu() override;
   void publish(std::string_view what, const std::function<void()> &write) override;
+
+  // --- A patcher that runs guest code of its own (linux/'s PokeCpu)
+  // --------------------------------------------------------------- One event (a Publish named
+  // `what`) for an access of the patcher's to watched data, with the access as its footprint, so
+  // that explorers see it conflict with other CPUs' accesses to the same bytes. The access itself
+  // is made by the caller right after this returns. Outside a patcher: returns at once.
+  void publishAccess(std::string_view what, std::uint64_t addr, std::uint32_t size, bool write);
+  // The patcher spins on data [addr, addr+size) (a cpu_relax() loop): it parks, holding its CPU,
+  // until those bytes differ from what they are now. When no event can change them the run ends
+  // with a Deadlock finding. Outside a patcher: returns at once.
+  void spinUntilChanged(std::uint64_t addr, std::uint32_t size);
+  std::vector<HostMemory> hostMemory() const;
+
+  // --- Interrupts (x86 IF): while a CPU has them disabled it takes no IPI; the IPI stays pending
+  // until they are enabled again. Enabled at construction and by restore() of an earlier state.
+  void setInterruptsEnabled(unsigned cpu, bool enabled);
+  bool interruptsEnabled(unsigned cpu) const;
   void setTrapHandler(arch::TrapHandler handler) override;
   void setHypercall(std::uint64_t stubAddress, arch::Hypercall callback) override;
 

@@ -23,6 +23,10 @@ struct CheckRequest {
   std::optional<std::string> arch, protocol, store, fetch, transition, image;
   // --linux VERSION: one kernel profile's choices throughout (model/LinuxProfile.h).
   std::optional<std::string> linuxProfile;
+  // Linux's own code (kind linux): an installed tree (6.1, 6.12) or a tree's directory.
+  std::optional<std::string> kernel, kernelTree;
+  std::optional<std::string> mutant; // a source mutation operator applied to that tree
+  bool foreignInt3 = false;          // a kprobe-like int3 the batch does not own
   std::optional<unsigned> cpus, sites, siteOffset;
   bool preemption = false; // site scenarios: two tasks per CPU and timer preemption
   // Exploration.

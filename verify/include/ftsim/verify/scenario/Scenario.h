@@ -107,8 +107,8 @@ enum class Transition { NopToCall, CallToNop, CallToCall };
 std::string_view transitionLabel(Transition t);    // "nop-to-call"
 Transition parseTransition(std::string_view text); // FatalError naming the known ones
 
-enum class CodeKind { Snippet, Kernel, Trampoline };
-std::string_view codeKindName(CodeKind kind); // "snippet", "kernel", "trampoline"
+enum class CodeKind { Snippet, Kernel, Trampoline, Linux };
+std::string_view codeKindName(CodeKind kind); // "snippet", "kernel", "trampoline", "linux"
 
 // How faithful a published scenario is to Linux: "faithful" (Linux's mechanism and code path, as
 // ftsim models them), "model-hypothesis" (a behaviour Linux did not ship, or a modelling choice the
@@ -205,6 +205,10 @@ struct Scenario {
   std::string expectOracle;
   std::string image;         // kind kernel: a built-in flavour name or a path to a linked image
   EngineSpec engine;         // kind kernel
+  std::string kernel;        // kind linux: an installed Debian tree, "6.1" or "6.12"
+  std::string kernelTree;    // kind linux: a Linux tree's directory (instead of kernel)
+  std::string mutant;        // kind linux: a source mutation operator applied to the tree
+  bool foreignInt3 = false;  // kind linux: a kprobe-like int3 the batch does not own
   TrampolineSpec trampoline; // kind trampoline
   ExploreSpec explore;
 
