@@ -141,11 +141,11 @@ ExploreResult explore(Harness &harness, const ExploreOptions &options) {
 }
 
 ReplayedExecution replayChoices(Harness &harness, const std::vector<std::uint32_t> &choices,
-                                const OracleList &oracles) {
-  detail::CountingReplay replay(choices);
+                                const OracleList &oracles, bool continues) {
+  detail::CountingReplay replay(choices, continues);
   const sim::RunResult run = harness.runExecution(replay);
   sim::Machine &m = harness.machine();
-  if (m.schedule().size() != choices.size())
+  if (continues ? m.schedule().size() < choices.size() : m.schedule().size() != choices.size())
     fatal("the schedule has {} decisions but the run used {}: it does not fit this scenario",
           choices.size(), m.schedule().size());
   ReplayedExecution out;

@@ -96,9 +96,31 @@ private:
   unsigned preemptions_ = 0;
 };
 
+// A counterexample's continuation after its last recorded decision (Counterexample::continues):
+// the process that ran last while it has an enabled event (no preemption), else the first enabled
+// event; a stale byte takes the newest value.
+inline std::uint32_t continuation(const sim::Machine &m, const sim::DecisionPoint &p) {
+  if (p.kind == DecisionKind::StaleByte)
+    return p.options - 1;
+  const int last = lastProcess(m.events());
+  for (std::uint32_t i = 0; i < p.options; ++i)
+    if (processOf(p.events[i]) == last)
+      return i;
+  return 0;
+}
+
+class ContinuationScheduler final : public sim::Scheduler {
+public:
+  std::uint32_t decide(const sim::Machine &m, const sim::DecisionPoint &p) override {
+    return continuation(m, p);
+  }
+};
+
+// Replays recorded answers; with `continues`, the continuation answers once they run out.
 class CountingReplay final : public CountingScheduler {
 public:
-  explicit CountingReplay(std::vector<std::uint32_t> choices) : replay_(std::move(choices)) {}
+  explicit CountingReplay(std::vector<std::uint32_t> choices, bool continues = false)
+      : replay_(std::move(choices), continues ? &continuation_ : nullptr) {}
 
 protected:
   std::uint32_t choose(const sim::Machine &m, const sim::DecisionPoint &p) override {
@@ -106,6 +128,7 @@ protected:
   }
 
 private:
+  ContinuationScheduler continuation_;
   sim::ReplayScheduler replay_;
 };
 
