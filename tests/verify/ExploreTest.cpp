@@ -267,6 +267,34 @@ TEST(Randomised, PctAndRandomAreSeededAndFindTheTornFetch) {
   }
 }
 
+// --- Deviation-bounded -------------------------------------------------------------------------
+
+// Every schedule within the bound, once: int3 verifies within it (complete), direct's torn fetch is
+// found, and a larger bound covers more; no bound is a one-line error.
+TEST(DeviationBounded, CoversItsBoundOnceAndFindsTheTornFetch) {
+  ExploreOptions o;
+  o.explorer = "deviation-bounded";
+  o.preemptionBound = 1;
+  SiteHarness int3(site("int3"));
+  const ExploreResult one = explore(int3, o);
+  EXPECT_FALSE(one.counterexample);
+  EXPECT_TRUE(one.stats.complete);
+  EXPECT_TRUE(one.exhaustive);
+  o.preemptionBound = 2;
+  const ExploreResult two = explore(int3, o);
+  EXPECT_FALSE(two.counterexample);
+  EXPECT_TRUE(two.stats.complete);
+  EXPECT_GT(two.stats.executions, one.stats.executions);
+  EXPECT_GE(two.stats.distinctStates, one.stats.distinctStates);
+  SiteHarness direct(site("direct"));
+  const ExploreResult torn = explore(direct, o);
+  ASSERT_TRUE(torn.counterexample);
+  EXPECT_EQ(torn.counterexample->violation.oracle, "torn-fetch");
+  o.preemptionBound = -1;
+  EXPECT_NE(fatalMessage([&] { explore(int3, o); }).find("needs a finite bound"),
+            std::string::npos);
+}
+
 // --- Minimisation --------------------------------------------------------------------------------
 
 // A random schedule that tears a fetch answers every decision at random; delta debugging keeps only

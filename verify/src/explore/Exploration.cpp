@@ -13,13 +13,15 @@ namespace ftsim::verify {
 
 const Explorer &exhaustiveExplorer();
 const Explorer &roundRobinBoundedExplorer();
+const Explorer &deviationBoundedExplorer();
 const Explorer &pctExplorer();
 const Explorer &randomExplorer();
 
 namespace {
 // The registry: one line per explorer.
-std::array<const Explorer *, 4> explorers() {
-  return {&exhaustiveExplorer(), &roundRobinBoundedExplorer(), &pctExplorer(), &randomExplorer()};
+std::array<const Explorer *, 5> explorers() {
+  return {&exhaustiveExplorer(), &roundRobinBoundedExplorer(), &deviationBoundedExplorer(),
+          &pctExplorer(), &randomExplorer()};
 }
 } // namespace
 

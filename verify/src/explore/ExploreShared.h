@@ -109,6 +109,28 @@ inline std::uint32_t continuation(const sim::Machine &m, const sim::DecisionPoin
   return 0;
 }
 
+// The same, fair: after `run` events in a row of one process, the first enabled event of another
+// (a process spinning on what another must do, a lock or a flag, would otherwise never let it).
+inline std::uint32_t fairContinuation(const sim::Machine &m, const sim::DecisionPoint &p,
+                                      std::size_t run) {
+  if (p.kind == DecisionKind::StaleByte)
+    return p.options - 1;
+  const auto log = m.events();
+  const int last = lastProcess(log);
+  std::size_t same = 0;
+  for (std::size_t i = log.size(); i-- > 0 && same < run;)
+    if (!isNote(log[i])) {
+      if (processOf(log[i]) != last)
+        break;
+      ++same;
+    }
+  if (same >= run)
+    for (std::uint32_t i = 0; i < p.options; ++i)
+      if (processOf(p.events[i]) != last)
+        return i;
+  return continuation(m, p);
+}
+
 class ContinuationScheduler final : public sim::Scheduler {
 public:
   std::uint32_t decide(const sim::Machine &m, const sim::DecisionPoint &p) override {

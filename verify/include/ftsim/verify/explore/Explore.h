@@ -15,6 +15,13 @@
 //              offers them (the CHESS preemption-bounded space around round robin), else by
 //              running another enabled event (delay bounding, Emmi, Qadeer, Rakamarić, POPL 2011).
 //              Stale fetch bytes take the newest value.
+//  deviation-bounded (DeviationBounded.cpp) every schedule that deviates at most `bound` times
+//              from the continuation (the process that ran last while it can, else the first
+//              enabled event; stale bytes the newest value): delay bounding (Emmi, Qadeer,
+//              Rakamaric, POPL 2011) around the non-preemptive schedule, every kind of decision a
+//              deviation (a preemption, another choice where the last process blocked, an older
+//              stale byte). Depth-first over sets of deviations, earliest first: a bug one early
+//              switch away is found in a few executions, however long the execution.
 //  pct         (RandomExplorers.cpp) PCT (Burckhardt, Kothari, Musuvathi, Nagarakatte, ASPLOS
 //              2010): random distinct priorities per process, d-1 priority change points among
 //              the k events of an execution; stale bytes chosen uniformly.
@@ -151,7 +158,7 @@ public:
 const Explorer *findExplorer(std::string_view name);
 // FatalError naming the known explorers.
 const Explorer &explorerByName(std::string_view name);
-std::string explorerNames(); // "exhaustive, rr-bounded, pct, random"
+std::string explorerNames(); // "exhaustive, rr-bounded, deviation-bounded, pct, random"
 
 ExploreResult explore(Harness &harness, const ExploreOptions &options);
 
