@@ -80,7 +80,8 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                "freeing throughout");
   optionalFlag(cmd, "--cpus", r.cpus, "CPUs (1-8); the patcher runs on CPU 0");
   optionalFlag(cmd, "--explore", r.explorer,
-               "explorer: exhaustive, rr-bounded, pct, random (default: the scenario's)");
+               "explorer: exhaustive, rr-bounded, deviation-bounded, pct, random (default: the "
+               "scenario's)");
   optionalFlag(cmd, "--bound", r.bound,
                "exhaustive: preemption bound (-1 none); rr-bounded: deviations");
   optionalFlag(cmd, "--runs", r.runs, "pct/random: number of runs");

@@ -8,6 +8,7 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/kernel/EnableAtScale.h"
 #include "ftsim/kernel/Kernel.h"
 #include "ftsim/sim/RandomScheduler.h"
 
@@ -35,7 +36,23 @@ struct TraceOptions {
   std::string image;
   bool profile = false;
   bool stack = false;
+  std::size_t synthetic = 0; // >0: enable the tracer on an N-function synthetic image, no trace
 };
+
+// --synthetic N: what enabling the tracer on every site costs, deterministic counts only (the
+// time is ftsim_bench_tramp's BM_EnableAtScale).
+void runSynthetic(const TraceOptions &o, CommandResult &result) {
+  const kernel::EnableAtScaleReport r = kernel::enableAtScale(arch::archByName(o.arch), o.synthetic,
+                                                              o.cpus, o.tracer, o.protocol, o.seed);
+  fmt::print("{} ({} CPUs, {} protocol): {} tracer on {} records: {} batches, {} syncs, {} "
+             "stores, {} sites patched, {} machine events\n",
+             r.image, o.cpus, r.protocol, o.tracer, r.records, r.stats.batches, r.stats.syncs,
+             r.stats.stores, r.stats.sites, r.events);
+  if (!r.completed) {
+    std::fprintf(stderr, "ftsim: trace: the patcher did not finish\n");
+    result.exitCode = 1;
+  }
+}
 
 void runTrace(const TraceOptions &o, CommandResult &result) {
   kernel::KernelConfig config;
@@ -128,7 +145,19 @@ void addTraceCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--image", o->image, "built-in image name or linked ELF path");
   cmd->add_flag("--profile", o->profile, "also enable the function profiler (trace_stat)");
   cmd->add_flag("--stack", o->stack, "also enable the stack tracer (stack_trace)");
-  cmd->callback([o, &result] { runTrace(*o, result); });
+  auto *synthetic = cmd->add_option(
+      "--synthetic", o->synthetic,
+      "instead: boot a synthetic image of N functions (1..1000000), enable --tracer on every "
+      "site with the other CPUs idle, and print the batches, syncs and stores it cost");
+  cmd->callback([o, cmd, synthetic, &result] {
+    if (synthetic->count() == 0)
+      return runTrace(*o, result);
+    for (const char *other : {"--image", "--filter", "--notrace", "--graph-function", "--workload",
+                              "--max-events", "--profile", "--stack"})
+      if (cmd->count(other) > 0)
+        fatal("trace: --synthetic and {} exclude each other (no workloads run)", other);
+    runSynthetic(*o, result);
+  });
 }
 
 } // namespace ftsim::cli

@@ -101,6 +101,10 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
     check(openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
                       static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
           "uc_open");
+    // Exits on, none set: uc_emu_start's `until` is ignored, so Unicorn never invalidates and
+    // re-translates the block holding it (every step passes the unreachable address as `until`);
+    // the runs end by their instruction count, a hook or a fault, as before.
+    check(uc_ctl_exits_enable(cpu.uc), "uc_ctl_exits_enable");
     check(uc_context_alloc(cpu.uc, &cpu.scratch), "uc_context_alloc");
     uc_hook h;
     check(uc_hook_add(cpu.uc, &h, UC_HOOK_INTR, reinterpret_cast<void *>(&onInterrupt), &cpu, 1, 0),

@@ -158,6 +158,35 @@ TEST(CliEngineScenario, CheckWritesAReplayThatReplaysWithAChromeTrace) {
   EXPECT_TRUE(has(bad.out, edited)) << bad.out;
 }
 
+// list-to-single-race as a user meets it: found by random search, minimised to tens of decisions
+// that replay byte for byte (then the continuation); the exhaustive explorer asked for by name runs
+// exhaustively (naive on this kind, said so) and says INCOMPLETE when its budget runs out.
+TEST(CliEngineScenario, AMinimisedEngineCounterexampleIsTensOfDecisionsAndReplays) {
+  const std::string scenario =
+      std::string(FTSIM_CORPORA_DIR) + "/scenarios/list-to-single-race.toml";
+  const std::string cex = temp("list-to-single-race.json");
+  std::filesystem::remove(cex);
+  const CommandRun check = runFtsim("check --scenario " + scenario + " --cex " + cex);
+  ASSERT_EQ(check.status, 1) << check.out;
+  EXPECT_TRUE(has(check.out, "VIOLATION trace-completeness")) << check.out;
+  EXPECT_TRUE(has(check.out, "deviating from the continuation, which follows them")) << check.out;
+  const nlohmann::json j = nlohmann::json::parse(readFile(cex));
+  EXPECT_EQ(j.at("then"), "continue");
+  EXPECT_LE(j.at("choices").size(), 60u);
+  EXPECT_GE(j.at("choices").size(), 1u);
+  const CommandRun replay = runFtsim("replay " + cex);
+  EXPECT_EQ(replay.status, 1) << replay.out;
+  EXPECT_TRUE(has(replay.out, "reproduced: event log hash 0x")) << replay.out;
+
+  const CommandRun exhaustive =
+      runFtsim("check --scenario " + scenario + " --explore exhaustive --max-executions 3");
+  EXPECT_EQ(exhaustive.status, 3) << exhaustive.out;
+  EXPECT_TRUE(has(exhaustive.out, "INCOMPLETE")) << exhaustive.out;
+  EXPECT_TRUE(has(exhaustive.out, "exhaustive search (budget ran out)")) << exhaustive.out;
+  EXPECT_TRUE(has(exhaustive.out, "naive (no reduction")) << exhaustive.out;
+  EXPECT_FALSE(has(exhaustive.out, "random")) << exhaustive.out;
+}
+
 // --- fuzz ----------------------------------------------------------------------------------------
 
 TEST(CliFuzz, SameRunsAndSeedPrintTheSameSummary) {

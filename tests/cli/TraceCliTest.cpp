@@ -88,3 +88,32 @@ TEST(TraceCli, BadTracerOrFilterIsOneLineAndExitTwo) {
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << args << "\n" << out;
   }
 }
+
+// Enabling at scale: the function tracer on every site of a synthetic image costs Linux's 3 syncs
+// per batch of at most 256 sites, whatever the number of CPUs; the counts are deterministic.
+TEST(TraceCli, SyntheticEnablingCostsThreeSyncsPerBatch) {
+  const auto [status, out] = trace("--synthetic 3000 --cpus 2");
+  ASSERT_EQ(status, 0) << out;
+  const std::regex summary(
+      R"(synthetic-3000 \(2 CPUs, int3 protocol\): function tracer on 3000 records: (\d+) batches, (\d+) syncs, (\d+) stores, (\d+) sites patched, \d+ machine events\n)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(out, m, summary)) << out;
+  const unsigned long batches = std::stoul(m[1]), syncs = std::stoul(m[2]),
+                      stores = std::stoul(m[3]), sites = std::stoul(m[4]);
+  EXPECT_GE(sites, 3000u);
+  EXPECT_EQ(syncs, 3 * batches);
+  EXPECT_GE(batches, (sites + 255) / 256); // no batch holds more than 256 sites
+  EXPECT_LT(batches, sites / 64);          // and they are batches, not one sync round per site
+  EXPECT_EQ(stores, 3 * sites);            // int3, the tail, the first byte
+  const auto [status4, out4] = trace("--synthetic 3000 --cpus 4");
+  ASSERT_EQ(status4, 0) << out4;
+  EXPECT_NE(out4.find(std::to_string(batches) + " batches, " + std::to_string(syncs) + " syncs"),
+            std::string::npos)
+      << out4;
+  EXPECT_EQ(trace("--synthetic 3000 --cpus 2").second, out);
+  // Flags that belong to a trace of workloads are refused, naming both.
+  const ftsim::test::CommandRun bad = ftsim::test::runFtsim("trace --synthetic 10 --workload fs");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find("--synthetic and --workload exclude each other"), std::string::npos)
+      << bad.out;
+}

@@ -64,7 +64,16 @@ TEST_P(TrampolineFile, ReachesItsExpectedVerdictAndItsViolationReplays) {
   ASSERT_EQ(r.verdict, Verdict::Violation);
   const Counterexample &cex = *r.minimised;
   EXPECT_EQ(cex.violation.oracle, s.expectOracle);
-  EXPECT_LE(cex.events, r.found->events);
+  EXPECT_LE(cex.preemptions, r.found->preemptions);
+  if (cex.preemptions == r.found->preemptions) {
+    EXPECT_LE(cex.events, r.found->events);
+  }
+  // Delta debugging: a handful of decisions deviate from the continuation; the schedule's
+  // decisions end at the last of them.
+  EXPECT_TRUE(cex.continues);
+  EXPECT_GE(cex.deviations, 1u);
+  EXPECT_LE(cex.deviations, 60u);
+  EXPECT_LE(cex.choices.size(), r.found->choices.size());
   std::string trail;
   for (const std::string &line : cex.violation.trail)
     trail += line + "\n";

@@ -77,8 +77,12 @@ TEST(Verdict, MinimisedIsNeverLongerThanFound) {
     SCOPED_TRACE(protocol);
     const CheckReport r = checkSite(site(protocol));
     ASSERT_EQ(r.verdict, Verdict::Violation);
-    EXPECT_LE(r.minimised->events, r.found->events);
+    // Fewest preemptions, then fewest events: never more preemptions, and no more events when
+    // as many.
     EXPECT_LE(r.minimised->preemptions, r.found->preemptions);
+    if (r.minimised->preemptions == r.found->preemptions) {
+      EXPECT_LE(r.minimised->events, r.found->events);
+    }
   }
 }
 

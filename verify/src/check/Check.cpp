@@ -57,7 +57,8 @@ CheckReport check(Harness &harness, const ExploreOptions &options) {
   report.found = report.result.counterexample;
   Counterexample min = minimise(harness, *report.found, options.oracles);
   // Re-check: the minimised schedule replays to the same log, and the machine now holds it.
-  const ReplayedExecution again = replayChoices(harness, min.choices, options.oracles);
+  const ReplayedExecution again =
+      replayChoices(harness, min.choices, options.oracles, min.continues);
   if (again.logHash != min.logHash || again.violations.empty())
     FTSIM_PANIC("the minimised counterexample does not replay");
   attachTrail(harness, min.violation);
@@ -87,11 +88,15 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
   }
   const Counterexample &min = *r.minimised, &found = *r.found;
   out += formatViolation(min.violation);
-  out += fmt::format("minimised: {} preemption{}, {} events, {} decisions (found with {} "
+  const std::string deviating =
+      min.continues
+          ? fmt::format(" ({} deviating from the continuation, which follows them)", min.deviations)
+          : std::string();
+  out += fmt::format("minimised: {} preemption{}, {} events, {} decisions{} (found with {} "
                      "preemption{}, {} events, {} decisions)\n",
                      min.preemptions, min.preemptions == 1 ? "" : "s", min.events,
-                     min.choices.size(), found.preemptions, found.preemptions == 1 ? "" : "s",
-                     found.events, found.choices.size());
+                     min.choices.size(), deviating, found.preemptions,
+                     found.preemptions == 1 ? "" : "s", found.events, found.choices.size());
   if (!replayPath.empty())
     out += fmt::format("replay: ftsim replay {}\n", replayPath);
   out += fmt::format("  models: {}\n", r.models);
@@ -143,6 +148,8 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
     j["preemptions"] = min.preemptions;
     j["events"] = min.events;
     j["decisions"] = min.choices.size();
+    j["deviations"] = min.deviations;
+    j["continues"] = min.continues;
     j["found"] = {{"preemptions", r.found->preemptions},
                   {"events", r.found->events},
                   {"decisions", r.found->choices.size()}};

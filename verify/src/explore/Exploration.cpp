@@ -13,13 +13,15 @@ namespace ftsim::verify {
 
 const Explorer &exhaustiveExplorer();
 const Explorer &roundRobinBoundedExplorer();
+const Explorer &deviationBoundedExplorer();
 const Explorer &pctExplorer();
 const Explorer &randomExplorer();
 
 namespace {
 // The registry: one line per explorer.
-std::array<const Explorer *, 4> explorers() {
-  return {&exhaustiveExplorer(), &roundRobinBoundedExplorer(), &pctExplorer(), &randomExplorer()};
+std::array<const Explorer *, 5> explorers() {
+  return {&exhaustiveExplorer(), &roundRobinBoundedExplorer(), &deviationBoundedExplorer(),
+          &pctExplorer(), &randomExplorer()};
 }
 } // namespace
 
@@ -141,11 +143,11 @@ ExploreResult explore(Harness &harness, const ExploreOptions &options) {
 }
 
 ReplayedExecution replayChoices(Harness &harness, const std::vector<std::uint32_t> &choices,
-                                const OracleList &oracles) {
-  detail::CountingReplay replay(choices);
+                                const OracleList &oracles, bool continues) {
+  detail::CountingReplay replay(choices, continues);
   const sim::RunResult run = harness.runExecution(replay);
   sim::Machine &m = harness.machine();
-  if (m.schedule().size() != choices.size())
+  if (continues ? m.schedule().size() < choices.size() : m.schedule().size() != choices.size())
     fatal("the schedule has {} decisions but the run used {}: it does not fit this scenario",
           choices.size(), m.schedule().size());
   ReplayedExecution out;

@@ -96,9 +96,53 @@ private:
   unsigned preemptions_ = 0;
 };
 
+// A counterexample's continuation after its last recorded decision (Counterexample::continues):
+// the process that ran last while it has an enabled event (no preemption), else the first enabled
+// event; a stale byte takes the newest value.
+inline std::uint32_t continuation(const sim::Machine &m, const sim::DecisionPoint &p) {
+  if (p.kind == DecisionKind::StaleByte)
+    return p.options - 1;
+  const int last = lastProcess(m.events());
+  for (std::uint32_t i = 0; i < p.options; ++i)
+    if (processOf(p.events[i]) == last)
+      return i;
+  return 0;
+}
+
+// The same, fair: after `run` events in a row of one process, the first enabled event of another
+// (a process spinning on what another must do, a lock or a flag, would otherwise never let it).
+inline std::uint32_t fairContinuation(const sim::Machine &m, const sim::DecisionPoint &p,
+                                      std::size_t run) {
+  if (p.kind == DecisionKind::StaleByte)
+    return p.options - 1;
+  const auto log = m.events();
+  const int last = lastProcess(log);
+  std::size_t same = 0;
+  for (std::size_t i = log.size(); i-- > 0 && same < run;)
+    if (!isNote(log[i])) {
+      if (processOf(log[i]) != last)
+        break;
+      ++same;
+    }
+  if (same >= run)
+    for (std::uint32_t i = 0; i < p.options; ++i)
+      if (processOf(p.events[i]) != last)
+        return i;
+  return continuation(m, p);
+}
+
+class ContinuationScheduler final : public sim::Scheduler {
+public:
+  std::uint32_t decide(const sim::Machine &m, const sim::DecisionPoint &p) override {
+    return continuation(m, p);
+  }
+};
+
+// Replays recorded answers; with `continues`, the continuation answers once they run out.
 class CountingReplay final : public CountingScheduler {
 public:
-  explicit CountingReplay(std::vector<std::uint32_t> choices) : replay_(std::move(choices)) {}
+  explicit CountingReplay(std::vector<std::uint32_t> choices, bool continues = false)
+      : replay_(std::move(choices), continues ? &continuation_ : nullptr) {}
 
 protected:
   std::uint32_t choose(const sim::Machine &m, const sim::DecisionPoint &p) override {
@@ -106,6 +150,7 @@ protected:
   }
 
 private:
+  ContinuationScheduler continuation_;
   sim::ReplayScheduler replay_;
 };
 

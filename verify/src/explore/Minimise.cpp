@@ -1,5 +1,6 @@
-// Counterexample minimisation (Explore.h): a shorter decision prefix first, then for cheap
-// harnesses the fewest preemptions by bounded search; never longer than what was found.
+// Counterexample minimisation (Explore.h): delta debugging over the schedule's deviations from
+// the continuation, then for cheap harnesses the fewest preemptions by bounded search; never more
+// preemptions or events than what was found.
 
 #include "ExploreShared.h"
 #include "ftsim/verify/explore/Explore.h"
@@ -9,71 +10,229 @@
 namespace ftsim::verify {
 namespace {
 
-// A prefix of answers, then the first enabled event (stale bytes: the newest value).
-class PrefixScheduler final : public detail::CountingScheduler {
-public:
-  explicit PrefixScheduler(std::span<const std::uint32_t> prefix) : prefix_(prefix) {}
+using namespace detail;
 
-protected:
-  std::uint32_t choose(const sim::Machine &, const sim::DecisionPoint &p) override {
-    if (next_ < prefix_.size())
-      return std::min(prefix_[next_++], p.options - 1);
-    return p.kind == sim::DecisionKind::StaleByte ? p.options - 1 : 0;
+// Where a decision is, independently of the decisions before it: the process that ran last and
+// how many events it had run (for a stale byte: the fetching CPU and how many stale bytes it had
+// been asked). Removing one deviation shifts the index of every later decision, but not this.
+struct DecisionKey {
+  int process = -1;
+  std::uint64_t count = 0;
+  auto operator<=>(const DecisionKey &) const = default;
+};
+
+// One deviation: at the decision `key`, run `process` (an event decision) or answer `choice` (a
+// stale byte) instead of the continuation.
+struct Deviation {
+  DecisionKey key;
+  int process = -1;
+  std::uint32_t choice = 0;
+};
+
+// Decision keys, maintained from the event log as it grows.
+class KeyTracker {
+public:
+  DecisionKey key(const sim::Machine &m, const sim::DecisionPoint &p) {
+    const auto log = m.events();
+    for (; seen_ < log.size(); ++seen_)
+      if (!isNote(log[seen_]))
+        ++events_[processOf(log[seen_])];
+    if (p.kind == DecisionKind::StaleByte)
+      return {-2 - static_cast<int>(p.cpu), stale_[p.cpu % kCpus]++};
+    const int last = lastProcess(log);
+    return {last, last < 0 ? 0 : events_[last]};
   }
 
 private:
-  std::span<const std::uint32_t> prefix_;
-  std::size_t next_ = 0;
+  static constexpr unsigned kCpus = 8;
+  std::size_t seen_ = 0;
+  std::uint64_t events_[kProcesses] = {};
+  std::uint64_t stale_[kCpus] = {};
 };
 
-// (preemptions, events), lexicographically, and never more of either than `than`.
-bool smaller(const Counterexample &c, const Counterexample &than) {
-  if (c.preemptions > than.preemptions || c.events > than.events)
-    return false;
-  return c.preemptions < than.preemptions || c.events < than.events;
+// Whether answer `a` differs from the continuation's `usual`, as a deviation (nullopt: none).
+std::optional<Deviation> deviationOf(const DecisionKey &key, const sim::DecisionPoint &p,
+                                     std::uint32_t a, std::uint32_t usual) {
+  if (a == usual)
+    return std::nullopt;
+  if (p.kind == DecisionKind::StaleByte)
+    return Deviation{key, -1, a};
+  return Deviation{key, processOf(p.events[a]), 0};
 }
 
-// The violation of `oracle` in the execution the harness holds, as a counterexample (its log not
-// hashed: formatting every candidate's log cost most of a minimisation).
-std::optional<Counterexample> violationOf(Harness &h, const OracleList &oracles,
-                                          const std::string &oracle, sim::RunResult run,
-                                          unsigned preemptions) {
-  const sim::Machine &m = h.machine();
-  for (const Violation &v : checkExecution(ExecutionView{h, m, run}, oracles))
-    if (v.oracle == oracle) {
-      Counterexample c;
-      c.violation = v;
-      c.choices = sim::choicesOf(m.schedule());
-      c.preemptions = preemptions;
-      c.events = v.event + 1;
-      return c;
-    }
-  return std::nullopt;
-}
-
-// Binary search for a short prefix (a violation with prefix n does not imply one with n+1, so
-// this finds a locally shortest prefix, not the global minimum).
-Counterexample shortestPrefix(Harness &h, const Counterexample &found, const OracleList &oracles) {
-  auto attempt = [&](std::size_t n) {
-    PrefixScheduler prefix(std::span(found.choices).first(std::min(n, found.choices.size())));
-    const sim::RunResult run = h.runExecution(prefix);
-    return violationOf(h, oracles, found.violation.oracle, run, prefix.preemptions());
-  };
-  Counterexample best = found;
-  std::size_t lo = 0, hi = found.choices.size();
-  if (auto c = attempt(0)) {
-    if (smaller(*c, best))
-      best = *c;
-    hi = 0;
+// Answers the kept deviations where their keys come up (a process not enabled there, or a stale
+// answer out of range, falls back to the continuation) and the continuation everywhere else.
+// Records, for every decision, whether its answer deviated (and how) and how many events preceded
+// it.
+class DeviationScheduler final : public CountingScheduler {
+public:
+  // With `replay`, its answers instead (exactly).
+  DeviationScheduler(std::span<const Deviation> kept, CountingReplay *replay)
+      : kept_(kept.begin(), kept.end()), replay_(replay) {
+    std::sort(kept_.begin(), kept_.end(),
+              [](const Deviation &a, const Deviation &b) { return a.key < b.key; });
   }
-  while (lo + 1 < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (auto c = attempt(mid)) {
-      if (smaller(*c, best))
-        best = *c;
-      hi = mid;
+  std::vector<std::optional<Deviation>> deviations;
+  std::vector<std::size_t> eventsBefore;
+
+protected:
+  std::uint32_t choose(const sim::Machine &m, const sim::DecisionPoint &p) override {
+    const DecisionKey key = keys_.key(m, p);
+    const std::uint32_t usual = continuation(m, p);
+    std::uint32_t answer = usual;
+    if (replay_) {
+      answer = replay_->decide(m, p);
     } else {
-      lo = mid;
+      auto it =
+          std::lower_bound(kept_.begin(), kept_.end(), key,
+                           [](const Deviation &d, const DecisionKey &k) { return d.key < k; });
+      if (it != kept_.end() && it->key == key) {
+        if (p.kind == DecisionKind::StaleByte) {
+          if (it->choice < p.options)
+            answer = it->choice;
+        } else {
+          for (std::uint32_t i = 0; i < p.options; ++i)
+            if (processOf(p.events[i]) == it->process)
+              answer = i;
+        }
+      }
+    }
+    deviations.push_back(deviationOf(key, p, answer, usual));
+    eventsBefore.push_back(m.events().size());
+    return answer;
+  }
+
+private:
+  std::vector<Deviation> kept_;
+  CountingReplay *replay_;
+  KeyTracker keys_;
+};
+
+// (preemptions, events) lexicographically: fewer preemptions, or as many and fewer events.
+bool smaller(const Counterexample &c, const Counterexample &than) {
+  return c.preemptions < than.preemptions ||
+         (c.preemptions == than.preemptions && c.events < than.events);
+}
+
+// No more preemptions than `than`, and no more events when as many preemptions.
+bool noLonger(unsigned preemptions, std::uint64_t events, const Counterexample &than) {
+  return preemptions < than.preemptions ||
+         (preemptions == than.preemptions && events <= than.events);
+}
+
+class DeltaDebugging {
+public:
+  DeltaDebugging(Harness &h, const OracleList &oracles, const Counterexample &found,
+                 std::uint64_t budget)
+      : h_(h), oracles_(oracles), found_(found), budget_(budget) {}
+
+  // The counterexample `kept` gives, when it shows a violation of found's oracle first, with no
+  // more preemptions or events than found; its decisions end at its last deviation.
+  std::optional<Counterexample> test(std::span<const Deviation> kept) {
+    ++runs_;
+    DeviationScheduler s(kept, nullptr);
+    const sim::RunResult run = h_.runExecution(s);
+    const sim::Machine &m = h_.machine();
+    const std::vector<Violation> violations = checkExecution(ExecutionView{h_, m, run}, oracles_);
+    if (violations.empty() || violations.front().oracle != found_.violation.oracle ||
+        !noLonger(s.preemptions(), violations.front().event + 1, found_))
+      return std::nullopt;
+    Counterexample c;
+    c.violation = violations.front();
+    std::size_t end = s.deviations.size();
+    while (end > 0 && !s.deviations[end - 1])
+      --end;
+    const std::vector<std::uint32_t> all = sim::choicesOf(m.schedule());
+    c.choices.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(end));
+    c.deviations = static_cast<std::uint64_t>(
+        std::count_if(s.deviations.begin(), s.deviations.end(), [](const auto &d) { return d; }));
+    c.continues = true;
+    c.preemptions = s.preemptions();
+    c.events = c.violation.event + 1;
+    return c;
+  }
+
+  bool exhausted() const { return runs_ >= budget_; }
+
+  // ddmin (Zeller & Hildebrandt 2002): a 1-minimal subset of `all` whose test passes, given that
+  // `all`'s does (`best` holds its counterexample and ends with the smallest one seen).
+  std::vector<Deviation> minimise(std::vector<Deviation> all, Counterexample &best) {
+    std::size_t n = 2;
+    while (all.size() >= 2 && !exhausted()) {
+      const std::size_t chunk = (all.size() + n - 1) / n;
+      bool reduced = false;
+      // Each subset, then each complement.
+      for (int pass = 0; pass < 2 && !reduced; ++pass)
+        for (std::size_t start = 0; start < all.size() && !reduced && !exhausted();
+             start += chunk) {
+          const std::size_t stop = std::min(all.size(), start + chunk);
+          std::vector<Deviation> candidate;
+          if (pass == 0) {
+            candidate.assign(all.begin() + static_cast<std::ptrdiff_t>(start),
+                             all.begin() + static_cast<std::ptrdiff_t>(stop));
+          } else {
+            candidate.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(start));
+            candidate.insert(candidate.end(), all.begin() + static_cast<std::ptrdiff_t>(stop),
+                             all.end());
+          }
+          if (candidate.size() == all.size())
+            continue;
+          if (auto c = test(candidate)) {
+            best = std::move(*c);
+            all = std::move(candidate);
+            n = pass == 0 ? 2 : std::max<std::size_t>(n - 1, 2);
+            reduced = true;
+          }
+        }
+      if (!reduced) {
+        if (n >= all.size())
+          break;
+        n = std::min(all.size(), n * 2);
+      }
+    }
+    if (all.size() == 1 && !exhausted())
+      if (auto c = test({}))
+        best = std::move(*c);
+    return all;
+  }
+
+private:
+  Harness &h_;
+  const OracleList &oracles_;
+  const Counterexample &found_;
+  std::uint64_t budget_;
+  std::uint64_t runs_ = 0;
+};
+
+// The deviations of `cex`'s execution; with `upToViolation`, only those decided before its
+// violating event ran.
+std::vector<Deviation> deviationsOf(Harness &h, const Counterexample &cex, bool upToViolation) {
+  CountingReplay replay(cex.choices, cex.continues);
+  DeviationScheduler recorder({}, &replay);
+  h.runExecution(recorder);
+  std::vector<Deviation> out;
+  for (std::size_t i = 0; i < recorder.deviations.size(); ++i)
+    if (recorder.deviations[i] &&
+        (!upToViolation || recorder.eventsBefore[i] <= cex.violation.event))
+      out.push_back(*recorder.deviations[i]);
+  return out;
+}
+
+// ddmin from `found`: first over the deviations up to its violation, else over all of them.
+Counterexample deltaDebug(Harness &h, const Counterexample &found, const OracleList &oracles,
+                          std::uint64_t budget) {
+  DeltaDebugging dd(h, oracles, found, budget);
+  Counterexample best = found;
+  for (bool upToViolation : {true, false}) {
+    const std::vector<Deviation> all = deviationsOf(h, found, upToViolation);
+    if (auto c = dd.test(all)) {
+      Counterexample shortened = std::move(*c);
+      dd.minimise(all, shortened);
+      // Fewest preemptions, then fewest events, then fewest decisions.
+      if (smaller(shortened, found) ||
+          (!smaller(found, shortened) && shortened.choices.size() < found.choices.size()))
+        best = std::move(shortened);
+      return best;
     }
   }
   return best;
@@ -111,14 +270,15 @@ Counterexample fewestPreemptions(Harness &h, const Counterexample &found, const 
 Counterexample minimise(Harness &harness, const Counterexample &found, const OracleList &oracles,
                         std::uint64_t budget) {
   const OracleList list = oracles.empty() ? oraclesFor(harness) : oracles;
-  Counterexample best = shortestPrefix(harness, found, list);
+  Counterexample best = found;
   if (harness.cheapExecutions()) {
-    const Counterexample bounded = fewestPreemptions(harness, best, list, budget);
+    const Counterexample bounded = fewestPreemptions(harness, found, list, budget);
     if (smaller(bounded, best))
       best = bounded;
   }
-  if (smaller(best, found))
-    best.logHash = replayChoices(harness, best.choices, list).logHash;
+  best = deltaDebug(harness, best, list, budget);
+  if (best.choices != found.choices || best.continues != found.continues)
+    best.logHash = replayChoices(harness, best.choices, list, best.continues).logHash;
   return best;
 }
 

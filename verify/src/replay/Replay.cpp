@@ -32,12 +32,18 @@ const Part kParts[] = {
 
 // FNV-1a of the part's fields in a canonical form (sorted keys, compact), so the digest is that
 // of the values whatever the file's layout.
+// The schedule's optional "then" (the continuation after the choices) joins its digest only when
+// present, so files written without it keep theirs.
 std::uint64_t partDigest(const nlohmann::json &j, const Part &part) {
   nlohmann::json canonical = nlohmann::json::array();
   for (const char *field : part.fields)
     canonical.push_back(j.contains(field) ? j.at(field) : nlohmann::json());
+  if (std::string_view(part.name) == "schedule" && j.contains("then"))
+    canonical.push_back(j.at("then"));
   return fnv1a(canonical.dump());
 }
+
+constexpr const char *kContinue = "continue";
 
 } // namespace
 
@@ -51,6 +57,8 @@ std::string replayToJson(const Scenario &scenario, const Counterexample &cex) {
   j["fetch"] = std::string(scenario.fetch->name());
   j["scenario"] = scenario.toToml();
   j["choices"] = cex.choices;
+  if (cex.continues)
+    j["then"] = kContinue;
   j["preemptions"] = cex.preemptions;
   j["events"] = cex.events;
   j["log_fnv1a"] = fmt::format("{:#018x}", cex.logHash);
@@ -144,6 +152,12 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
       fatal("{}: 'choices' must be an array of whole numbers", origin);
     for (const nlohmann::json &choice : choices)
       c.choices.push_back(whole(choice, "choices", std::uint32_t{}));
+    if (j.contains("then")) {
+      if (j.at("then") != kContinue)
+        fatal("{}: 'then' must be \"{}\" (the continuation after the choices), not {}", origin,
+              kContinue, j.at("then").dump());
+      c.continues = true;
+    }
     c.preemptions = whole(field(j, "preemptions"), "preemptions", unsigned{});
     c.events = whole(field(j, "events"), "events", std::uint64_t{});
     const std::string hash = field(j, "log_fnv1a").get<std::string>();
@@ -194,7 +208,8 @@ ReplayFile loadReplayFile(const std::string &path) {
 Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin) {
   Reproduction r;
   try {
-    r.execution = replayChoices(harness, file.counterexample.choices);
+    r.execution =
+        replayChoices(harness, file.counterexample.choices, {}, file.counterexample.continues);
   } catch (const FatalError &e) {
     fatal("{}: does not replay: {}", origin, e.what());
   }

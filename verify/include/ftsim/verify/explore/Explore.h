@@ -15,6 +15,13 @@
 //              offers them (the CHESS preemption-bounded space around round robin), else by
 //              running another enabled event (delay bounding, Emmi, Qadeer, Rakamarić, POPL 2011).
 //              Stale fetch bytes take the newest value.
+//  deviation-bounded (DeviationBounded.cpp) every schedule that deviates at most `bound` times
+//              from the continuation (the process that ran last while it can, else the first
+//              enabled event; stale bytes the newest value): delay bounding (Emmi, Qadeer,
+//              Rakamaric, POPL 2011) around the non-preemptive schedule, every kind of decision a
+//              deviation (a preemption, another choice where the last process blocked, an older
+//              stale byte). Depth-first over sets of deviations, earliest first: a bug one early
+//              switch away is found in a few executions, however long the execution.
 //  pct         (RandomExplorers.cpp) PCT (Burckhardt, Kothari, Musuvathi, Nagarakatte, ASPLOS
 //              2010): random distinct priorities per process, d-1 priority change points among
 //              the k events of an execution; stale bytes chosen uniformly.
@@ -69,6 +76,13 @@ struct ExploreStats {
 struct Counterexample {
   Violation violation;
   std::vector<std::uint32_t> choices; // the decision sequence (sim::ReplayScheduler answers)
+  // Whether the execution continues past `choices` by the continuation (the process that ran last
+  // while it can, else the first enabled event; stale bytes the newest value) rather than ending
+  // exactly with them. Minimised counterexamples do: their decisions stop at the last one that
+  // differs from the continuation.
+  bool continues = false;
+  // Of `choices`, those that differ from the continuation (set by minimise(); 0 otherwise).
+  std::uint64_t deviations = 0;
   unsigned preemptions = 0;
   std::uint64_t events = 0;  // events up to and including the violation's
   std::uint64_t logHash = 0; // FNV-1a of the execution's full logText() (0: not hashed)
@@ -146,22 +160,26 @@ public:
 const Explorer *findExplorer(std::string_view name);
 // FatalError naming the known explorers.
 const Explorer &explorerByName(std::string_view name);
-std::string explorerNames(); // "exhaustive, rr-bounded, pct, random"
+std::string explorerNames(); // "exhaustive, rr-bounded, deviation-bounded, pct, random"
 
 ExploreResult explore(Harness &harness, const ExploreOptions &options);
 
-// Minimisation: fewest preemptions, then fewest events, never longer than `found`. First the
-// shortest decision prefix that, completed with the first enabled event at every later decision,
-// still shows a violation of the same oracle; then, for harnesses with cheap executions, naive
-// preemption-bounded exhaustive search at bounds 0, 1, ... up to the counterexample's own
-// preemption count, keeping the violation observed earliest (at most `budget` executions per
-// bound). Returns `found` when nothing smaller is found. Candidates are judged without formatting
-// their logs; a smaller counterexample is replayed once at the end for its logHash.
+// Minimisation: fewest decisions, then fewest preemptions, then fewest events, never more
+// preemptions or events than `found`. A schedule is seen as its deviations: the decisions whose
+// answer differs from the continuation (Counterexample::continues). Delta debugging (Zeller and
+// Hildebrandt, TSE 2002: ddmin) over the deviations made up to the violating event (all of them
+// if those alone do not show it) finds a 1-minimal set that still shows a violation of the same
+// oracle as the first one; every later decision is the continuation's. Then, for harnesses with
+// cheap executions, naive preemption-bounded exhaustive search at bounds 0, 1, ... up to the
+// counterexample's own preemption count keeps the violation observed earliest (at most `budget`
+// executions per bound), and ddmin shortens what it found. The result's decisions end at its last
+// deviation (`continues`). At most `budget` executions in ddmin. Candidates are judged without
+// formatting their logs; the result is replayed once at the end for its logHash.
 Counterexample minimise(Harness &harness, const Counterexample &found,
                         const OracleList &oracles = {}, std::uint64_t budget = 20000);
 
-// Runs `choices` on the harness (no fallback: too few or out-of-range choices are a FatalError)
-// and returns the violations of that execution.
+// Runs `choices` on the harness (with `continues`, the continuation answers after them; without,
+// too few or out-of-range choices are a FatalError) and returns the violations of that execution.
 struct ReplayedExecution {
   std::vector<Violation> violations;
   std::uint64_t logHash = 0;
@@ -169,7 +187,7 @@ struct ReplayedExecution {
   std::uint64_t events = 0;
 };
 ReplayedExecution replayChoices(Harness &harness, const std::vector<std::uint32_t> &choices,
-                                const OracleList &oracles = {});
+                                const OracleList &oracles = {}, bool continues = false);
 
 std::uint64_t fnv1a(std::string_view text);
 

@@ -4,16 +4,18 @@
 //
 //   {"format": "ftsim-replay", "version": 2, "scenario": "<toml>", "arch": "x86_64",
 //    "protocol": "direct", "store": "byte", "fetch": "stale", "choices": [2, 0, 1, ...],
-//    "preemptions": 1, "events": 6, "log_fnv1a": "0x...",
+//    "then": "continue", "preemptions": 1, "events": 6, "log_fnv1a": "0x...",
 //    "expect": {"oracle": "torn-fetch", "summary": "...", "event": 5, "bytes": "e8 1f 44 00 00",
 //               "decoded": "..."},
 //    "digests": {"scenario": "0x...", "schedule": "0x...", "expectation": "0x..."}}
 //
 // The digests (FNV-1a of each part's values in canonical JSON) cover the whole file: a file edited
 // by hand is refused when it is read, in one line naming the part that differs. Reproducing runs
-// the scenario under exactly those decisions; the execution's log must hash to log_fnv1a and its
-// first violation must equal the expected one. Anything else (another scenario, a different build
-// of the guest) is a FatalError naming the file.
+// the scenario under exactly those decisions (with "then": "continue", a minimised
+// counterexample's, the continuation after them: the process that ran last while it can, else the
+// first enabled event; stale bytes the newest value); the execution's log must hash to log_fnv1a
+// and its first violation must equal the expected one. Anything else (another scenario, a different
+// build of the guest) is a FatalError naming the file.
 
 #include "ftsim/verify/explore/Explore.h"
 #include "ftsim/verify/scenario/Scenario.h"
