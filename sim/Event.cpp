@@ -88,6 +88,8 @@ std::string formatEvent(const EventRecord &e) {
     out += fmt::format(" fetch {:#x}[{}]", e.fetchAddr, arch::hexBytes(bytes));
   if (e.dataSize)
     out += fmt::format(" data-{} {:#x}+{}", e.dataWrite ? "write" : "read", e.dataAddr, e.dataSize);
+  if (e.regionChange)
+    out += fmt::format(" preempt_count={} irqs={}", e.preemptCount, e.irqsOff ? "off" : "on");
   if (e.outcome != StepOutcome::None) {
     out += fmt::format(" {}", stepOutcomeName(e.outcome));
     if (e.outcome == StepOutcome::Exit || e.outcome == StepOutcome::TrapHandled ||

@@ -34,12 +34,13 @@ std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
   for (unsigned c = 0; c < config.cpus; ++c) {
     CpuState &cs = state.cpus[c];
     auto cpu = static_cast<std::uint8_t>(c);
-    if (cs.ipiPending && !cs.halfFetched)
+    // An IPI waits while the CPU has interrupts off; a timer preemption needs a preemptible task.
+    if (cs.ipiPending && !cs.halfFetched && cs.irqsOn)
       out[n++] = {EventKind::Ipi, cpu};
     if (cs.current < 0 || patcherHoldsCpu(c))
       continue;
     out[n++] = {stepKind(c), cpu};
-    if (config.preemption && !cs.halfFetched && cs.runnable > 1)
+    if (config.preemption && !cs.halfFetched && cs.runnable > 1 && cs.preemptible())
       out[n++] = {EventKind::Preempt, cpu};
   }
   if (patcher.state == PatcherState::Store)
@@ -93,6 +94,8 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   CpuRuntime &rt = cpus[cpu];
   CpuState &cs = state.cpus[cpu];
   const std::uint64_t pc = cs.pc;
+  const bool irqsBefore = cs.irqsOn;
+  const std::uint32_t countBefore = cs.preemptCount;
   bool serialiseAfter = false;
   if (count == 1) {
     bool secondHalf = cs.halfFetched;
@@ -143,6 +146,8 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   } else if (count > 1 && needsStep(cpu, after)) {
     rec.outcome = StepOutcome::WatchedStop;
   }
+  refreshRegions(cpu);
+  noteRegionChange(cpu, rec, irqsBefore, countBefore);
 }
 
 void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler) {
@@ -167,8 +172,11 @@ void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
   case EventKind::Preempt: {
     TaskRecord &t = state.tasks[state.cpus[cpu].current];
     t.voluntarilyOff = false;
+    const bool irqsBefore = state.cpus[cpu].irqsOn;
+    const std::uint32_t countBefore = state.cpus[cpu].preemptCount;
     switchTo(cpu, nextTask(cpu));
     serialise(cpu); // the interrupt returns into the next task with iret / rfi
+    noteRegionChange(cpu, rec, irqsBefore, countBefore);
     break;
   }
   case EventKind::Store:

@@ -70,7 +70,12 @@ struct EventRecord {
   std::uint8_t dataSize = 0;
   bool dataWrite = false;
   bool sharedRead = false;
-  std::uint8_t byteCount = 0; // valid entries of `bytes`
+  // Step/Run/Preempt: the CPU's preempt count or interrupt flag differs after the event (then
+  // preemptCount and irqsOff are the new state): it changes which Ipi/Preempt events are enabled.
+  bool regionChange = false;
+  bool irqsOff = false;
+  std::uint8_t preemptCount = 0; // saturated at 255
+  std::uint8_t byteCount = 0;    // valid entries of `bytes`
   std::uint8_t bytes[16] = {};
 };
 

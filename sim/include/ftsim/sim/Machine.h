@@ -129,6 +129,12 @@ public:
   std::uint64_t pc(unsigned cpu) const;
   std::uint64_t reg(unsigned cpu, int ucRegId) const;
   std::uint64_t steppedInstructions() const; // instructions executed by Step events
+  // Regions (sim/README.md): whether `cpu` takes interrupts now (its task's EFLAGS.IF / MSR[EE];
+  // a CPU without a task does), its task's preempt count, and whether a timer interrupt may
+  // preempt it (interrupts on and preempt count 0).
+  bool interruptsEnabled(unsigned cpu) const;
+  std::uint32_t preemptCount(unsigned cpu) const;
+  bool preemptible(unsigned cpu) const;
   // What `cpu` would fetch now from its instruction view (not a fetch: no event, no decision).
   arch::Bytes viewBytes(unsigned cpu, std::uint64_t addr, std::size_t size) const;
 
