@@ -51,17 +51,24 @@ std::uint64_t TrampolineAssembler::stub(const std::string &name) {
 void TrampolineAssembler::hypercallStubs(const TrampolineRequest &request) {
   // ftrace_ops_list_func, optionally in two hypercalls: the first reads ftrace_ops_list
   // (rcu_dereference_raw), the second walks what it read (do_for_each_ftrace_op). Linux walks
-  // with preemption disabled; another CPU can still unlink and free an ops between the read and
-  // the walk, which is why ftrace_shutdown() must wait even when no code changed (0e792b89e680).
+  // with preemption disabled (__ftrace_ops_list_func's preempt_disable_notrace() in 4.x; inside
+  // trace_test_and_set_recursion() since 5.15), and so does this listing: no timer preemption
+  // between the read and the walk. Another CPU can still unlink and free an ops in that window,
+  // which is why ftrace_shutdown() must wait even when no code changed (0e792b89e680) — and
+  // synchronize_rcu_tasks_rude() (a schedule on each CPU) is enough for that wait.
   function("ftrace_ops_list_func");
+  emit(preemptDisable_);
+  label("ftrace_ops_list_read");
   emit(arch_.trap());
   if (request.splitListFunction) {
     label("ftrace_ops_list_walk");
     emit(arch_.trap());
     code_.listFuncWalkStub = at("ftrace_ops_list_walk");
   }
+  emit(preemptEnable_);
   emit(ret_);
   code_.listFuncStub = at("ftrace_ops_list_func");
+  code_.listFuncTrap = at("ftrace_ops_list_read");
   code_.prepareReturnStub = stub("prepare_ftrace_return");
   code_.returnHandlerStub = stub("ftrace_return_to_handler");
   for (unsigned i = 0; i < request.callbackStubs; ++i)

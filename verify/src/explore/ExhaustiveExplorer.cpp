@@ -33,7 +33,7 @@ bool dependent(const EventRecord &a, const EventRecord &b) {
       return o.kind == EventKind::FetchLine || serialises(o) ||
              (o.fetchSize && overlap(p.storeAddr, p.storeSize, o.fetchAddr, o.fetchSize));
     case EventKind::Publish:
-      return o.sharedRead;
+      return o.sharedRead || o.dataSize; // a publication may write watched guest data
     case EventKind::Free:
       return o.fetchSize && overlap(p.storeAddr, p.detail, o.fetchAddr, o.fetchSize);
     default:

@@ -102,6 +102,9 @@ public:
   // Write text immediately into canonical memory and every view: boot-time patching, or
   // trampoline code written before anyone can fetch it. Not an event.
   void pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes);
+  // Write guest data at once (not an event): what host code running inside an event (a
+  // publication's write, a hypercall) stores into guest-visible variables. FatalError outside data.
+  void pokeData(std::uint64_t addr, std::span<const std::uint8_t> bytes);
 
   // --- The patcher
   // -------------------------------------------------------------------------------- Start `body`

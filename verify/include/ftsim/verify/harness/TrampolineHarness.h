@@ -16,6 +16,23 @@
 // and the list function. Unregistering the second changes no code; the owner frees it as soon as
 // unregister returns. The list function reads ftrace_ops_list and walks it one event later:
 // walking the freed ops is an ops use-after-free (trampoline-lifetime).
+// The list function runs with preemption disabled (as Linux's), so synchronize_rcu_tasks_rude()
+// (free = "rude": a schedule on each CPU) is enough to wait for every walk in progress.
+//
+// idle-tramp-free: as tramp-free-preempted, but CPU 1 runs only its idle task (sim::TaskSpec::idle:
+// preempt count 1, not waited for by RCU-tasks), whose loop calls posix_cpu_timer_set and schedules
+// after every 4th call. synchronize_rcu_tasks() alone (free = "rcu-tasks-classic") frees the
+// trampoline while the idle task may be on it; ftrace's synchronize_rcu_tasks_rude() first
+// (free = "rcu-tasks") waits for the idle loop to schedule.
+//
+// op-switch: per-ops trampolines off; two static ops on posix_cpu_timer_set. Ops a is registered
+// before the tasks run, so ftrace_call calls a's func directly and function_trace_op is a; once a
+// task calls the function the patcher registers b, which switches ftrace_call to the list
+// function. The trampolines load function_trace_op into the third argument as guest code before
+// ftrace_call: with pre_405e1d834807 update_ftrace_function() sets it to ftrace_list_end at once,
+// and a task that loads it before ftrace_call is switched calls a's func with the wrong op
+// (op-mismatch). Since 405e1d834807 function_trace_op changes only inside ftrace_modify_all_code(),
+// after the list function is in place.
 //
 // Explored by default with the rr-bounded explorer (Explore.h): every schedule that deviates from
 // round robin at most `bounds.preemptions` times — by a timer preemption when the scenario has
@@ -55,6 +72,7 @@ public:
 
 private:
   void setUp(bool withPatcher);
+  void sleepUntilCall(::ftsim::kernel::Kernel &k, bool sleep) const;
 
   void annotateTrampolineVisits();
 
