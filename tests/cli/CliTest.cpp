@@ -119,6 +119,9 @@ TEST(Cli, CheckFindsAShippedScenarioByName) {
     const CommandRun r = runFtsim(std::string("check --quiet --scenario ") + name);
     EXPECT_EQ(r.status, 0) << name << "\n" << r.out;
     EXPECT_NE(r.out.find("VERIFIED"), std::string::npos) << r.out;
+    // The verdict says which Linux commits it stands for and how faithful it is.
+    EXPECT_NE(r.out.find("fidelity: faithful"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("12cce594fa8f"), std::string::npos) << r.out;
   }
   const CommandRun unknown = runFtsim("check --quiet --scenario no-such-scenario");
   EXPECT_EQ(unknown.status, 2) << unknown.out;

@@ -60,6 +60,10 @@ TEST(ScenarioFiles, PublishedScenariosHaveTheirExpectedVerdict) {
     Scenario s = loadScenarioFile(entry.path().string());
     SCOPED_TRACE(entry.path().string());
     ASSERT_FALSE(s.expectVerdict.empty());
+    // A published scenario says how faithful it is to Linux (papers/README.md's words).
+    if (!s.source.empty()) {
+      EXPECT_TRUE(isFidelityWord(s.fidelity)) << "fidelity '" << s.fidelity << "'";
+    }
     if (s.code != CodeKind::Snippet) // EngineScenarioTest.cpp, TrampolineCheckTest.cpp
       continue;
     ExploreResult r = exhaustive(s);
@@ -84,6 +88,7 @@ TEST(ScenarioFiles, TomlRoundTrip) {
   s.expectVerdict = "violation";
   s.expectOracle = "guest-fault";
   s.source = "a \"quoted\" source";
+  s.fidelity = "model-hypothesis";
   EXPECT_EQ(parseScenario(s.toToml(), "round-trip"), s);
 }
 
@@ -112,6 +117,8 @@ TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {
        "task_cpus puts a task on CPU 0"},
       {"arch = \"x86_64\"\nprotocol = \"int3\"\n[code]\ntask_cpus = []\n",
        "'code.task_cpus' is empty"},
+      {"arch = \"x86_64\"\nprotocol = \"int3\"\nfidelity = \"exact\"\n",
+       "fidelity 'exact' is not one of faithful, model-hypothesis, teaching-strawman"},
   };
   for (const auto &[text, expected] : cases) {
     // clang before 16 cannot capture a structured binding in a lambda: capture a reference.

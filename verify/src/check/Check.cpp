@@ -67,6 +67,9 @@ CheckReport check(Harness &harness, const ExploreOptions &options) {
 
 std::string formatCheck(const Harness &h, const CheckReport &r, const std::string &replayPath) {
   std::string out = fmt::format("ftsim check: {}\n", h.scenario().describe());
+  if (const Scenario &s = h.scenario(); !s.source.empty() || !s.fidelity.empty())
+    out += fmt::format("  source: {}; fidelity: {}\n", s.source.empty() ? "-" : s.source,
+                       s.fidelity.empty() ? "not stated" : s.fidelity);
   const ExploreStats &st = r.result.stats;
   if (r.verdict != Verdict::Violation) {
     out += fmt::format("{}: no violation; {}\n", verdictWord(r.verdict), r.coverage);
@@ -106,6 +109,8 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
   j["scenario"] = s.name;
   j["kind"] = std::string(codeKindName(s.code));
   j["describe"] = s.describe();
+  j["source"] = s.source;
+  j["fidelity"] = s.fidelity;
   j["explorer"] = o.explorer;
   j["reduction"] = o.reduction;
   j["preemption_bound"] = o.preemptionBound;

@@ -153,6 +153,10 @@ void Scenario::validate(const std::string &origin) const {
     validateEngine(*this, bad);
 }
 
+bool isFidelityWord(std::string_view word) {
+  return std::find(kFidelityWords.begin(), kFidelityWords.end(), word) != kFidelityWords.end();
+}
+
 std::string_view codeKindName(CodeKind kind) {
   switch (kind) {
   case CodeKind::Snippet:
@@ -268,6 +272,8 @@ std::string Scenario::toToml() const {
   out += fmt::format("name = {}\n", tomlString(name));
   if (!source.empty())
     out += fmt::format("source = {}\n", tomlString(source));
+  if (!fidelity.empty())
+    out += fmt::format("fidelity = {}\n", tomlString(fidelity));
   out += fmt::format("arch = \"{}\"\nprotocol = \"{}\"\ncpus = {}\n", arch, protocol, cpus);
   out += fmt::format("store = \"{}\"\nfetch = \"{}\"\npreemption = {}\n",
                      sim::storeModelName(store), fetch->name(), preemption);

@@ -8,6 +8,7 @@
 #include "ftsim/arch/OneLine.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -340,15 +341,20 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
     fatal("{}:{}: {}", origin, e.source().begin.line, e.description());
   }
   TableReader top(root, origin, "",
-                  {"name", "source", "arch", "protocol", "cpus", "store", "fetch", "preemption",
-                   "code", "sites", "patch", "bounds", "expect", "engine", "trampoline",
-                   "explore"});
+                  {"name", "source", "fidelity", "arch", "protocol", "cpus", "store", "fetch",
+                   "preemption", "code", "sites", "patch", "bounds", "expect", "engine",
+                   "trampoline", "explore"});
   Scenario s;
   s.name = std::filesystem::path(origin).stem().string();
   if (auto v = top.string("name"))
     s.name = *v;
   if (auto v = top.string("source"))
     s.source = *v;
+  if (auto v = top.string("fidelity")) {
+    if (!isFidelityWord(*v))
+      fatal("{}: fidelity '{}' is not one of {}", origin, *v, fmt::join(kFidelityWords, ", "));
+    s.fidelity = *v;
+  }
   auto arch = top.string("arch");
   if (!arch)
     fatal("{}: missing 'arch' (x86_64 or ppc32)", origin);

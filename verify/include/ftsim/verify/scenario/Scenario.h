@@ -19,6 +19,7 @@
 //
 //   name = "torn-nop-to-call"          # defaults to the file's stem
 //   source = "Rostedt, Ftrace Kernel Hooks slides"
+//   fidelity = "teaching-strawman"    # faithful | model-hypothesis | teaching-strawman
 //   arch = "x86_64"                    # x86_64 | ppc32
 //   protocol = "direct"                # ftsim protocols
 //   cpus = 2                           # 1..8, the patcher runs on CPU 0
@@ -94,6 +95,7 @@
 #include "ftsim/sim/FetchModel.h"
 #include "ftsim/sim/Models.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -108,6 +110,14 @@ Transition parseTransition(std::string_view text); // FatalError naming the know
 
 enum class CodeKind { Snippet, Kernel, Trampoline };
 std::string_view codeKindName(CodeKind kind); // "snippet", "kernel", "trampoline"
+
+// How faithful a published scenario is to Linux: "faithful" (Linux's mechanism and code path, as
+// ftsim models them), "model-hypothesis" (a behaviour Linux did not ship, or a modelling choice the
+// verdict depends on), "teaching-strawman" (a variant no release had, kept to show what a step is
+// for). papers/README.md explains the words; each page says why.
+inline constexpr std::array<std::string_view, 3> kFidelityWords = {"faithful", "model-hypothesis",
+                                                                   "teaching-strawman"};
+bool isFidelityWord(std::string_view word);
 
 struct ScenarioBounds {
   std::uint64_t maxEvents = 20000;      // per execution; a longer execution is cut (reported)
@@ -173,7 +183,8 @@ struct ExploreSpec {
 
 struct Scenario {
   std::string name = "site";
-  std::string source; // citation for published scenarios
+  std::string source;   // citation for published scenarios
+  std::string fidelity; // "", or how faithful to Linux: see kFidelityWords
   std::string arch{::ftsim::arch::defaultArch().name()};
   std::string protocol = "int3";
   unsigned cpus = 2;
