@@ -146,38 +146,6 @@ std::shared_ptr<const Oracle> makeOpsUseAfterFreeOracle(std::function<const Kern
 
 namespace {
 
-// ftrace_call called one ops' func with another op (Kernel::opMismatches).
-class OpMismatchOracle final : public Oracle {
-public:
-  explicit OpMismatchOracle(std::function<const Kernel &()> kernel) : kernel_(std::move(kernel)) {}
-  std::string_view name() const override { return "op-mismatch"; }
-  void check(const ExecutionView &, std::vector<Violation> &out) const override {
-    const Kernel &k = kernel_();
-    for (const OpMismatch &m : k.opMismatches()) {
-      Violation v = violationAt(
-          "op-mismatch", m.event,
-          fmt::format("ftrace_call called {}'s func with op '{}' (the function_trace_op the "
-                      "trampoline had loaded) for {}",
-                      m.function, m.op, k.symbolName(m.ip, false)));
-      v.cpus = {m.cpu};
-      v.task = m.task;
-      v.pc = m.ip;
-      out.push_back(std::move(v));
-    }
-  }
-
-private:
-  std::function<const Kernel &()> kernel_;
-};
-
-} // namespace
-
-std::shared_ptr<const Oracle> makeOpMismatchOracle(std::function<const Kernel &()> kernel) {
-  return std::make_shared<OpMismatchOracle>(std::move(kernel));
-}
-
-namespace {
-
 class KernelTraceCompleteness final : public Oracle {
 public:
   explicit KernelTraceCompleteness(const KernelHarness &h) : h_(h) {}

@@ -36,9 +36,6 @@ TrampolineHarness::~TrampolineHarness() = default;
 bool TrampolineHarness::sleepsUntilCall() const {
   if (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync)
     return false;
-  // A task must be in ftrace_caller when the second ops is registered.
-  if (scenario_.trampoline.variant == TrampolineVariant::OpSwitch)
-    return scenario_.trampoline.sleepUntilCall.value_or(true);
   // By default only where the next call does not follow the grace period at once (ppc32).
   return scenario_.trampoline.sleepUntilCall.value_or(!arch().nextCallFollowsGracePeriod());
 }
@@ -46,7 +43,6 @@ bool TrampolineHarness::sleepsUntilCall() const {
 void TrampolineHarness::setUp(bool withPatcher) {
   const TrampolineSpec &spec = scenario_.trampoline;
   const bool uaf = spec.variant == TrampolineVariant::OpsUafNoSync;
-  const bool opSwitch = spec.variant == TrampolineVariant::OpSwitch;
   KernelConfig config;
   config.machine.cpus = scenario_.cpus;
   config.machine.quantum = 64;
@@ -55,7 +51,7 @@ void TrampolineHarness::setUp(bool withPatcher) {
   config.machine.fetchModel = scenario_.fetch;
   config.protocol = scenario_.protocol;
   config.livePatchingRule = true;
-  config.opsTrampolines = !uaf && !opSwitch;
+  config.opsTrampolines = !uaf;
   config.splitListFunction = uaf;
   config.freePolicy.free = model::parseTrampolineFree(spec.free);
   config.freePolicy.syncWhenUnchanged = spec.syncWhenUnchanged;
@@ -70,20 +66,13 @@ void TrampolineHarness::setUp(bool withPatcher) {
     kernel.addWorkload("timers", 1, 1);
     kernel.addWorkload("timers", 1, 2);
   }
-  // kmalloc'ed ops (FTRACE_OPS_FL_DYNAMIC), like perf's or a kprobe's; for op-switch two static
-  // ops without recursion protection, which ftrace_call calls directly when alone.
-  for (unsigned i = 0; i < (uaf || opSwitch ? 2u : 1u); ++i) {
+  // kmalloc'ed ops (FTRACE_OPS_FL_DYNAMIC), like perf's or a kprobe's.
+  for (unsigned i = 0; i < (uaf ? 2u : 1u); ++i) {
     ops_.push_back(std::make_unique<model::FtraceOps>(
-        opSwitch ? fmt::format("static_ops_{}", i == 0 ? 'a' : 'b')
-                 : fmt::format("dynamic_ops{}", i),
+        fmt::format("dynamic_ops{}", i),
         [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {},
-        opSwitch ? 0u : static_cast<std::uint32_t>(model::OpsFlag::Dynamic)));
+        model::OpsFlag::Dynamic));
     kernel.core().setFilter(*ops_.back(), kTracedFunction, true);
-  }
-  if (opSwitch) {
-    kernel.core().setPre405e1d834807(spec.pre405e1d834807);
-    // Ops a before the tasks run: ftrace_call calls a's func, function_trace_op = a.
-    kernel.core().registerFunction(*ops_.front());
   }
   const arch::ImageSymbol *traced = kernel.image().findSymbol(kTracedFunction);
   if (!traced)
@@ -95,14 +84,7 @@ void TrampolineHarness::setUp(bool withPatcher) {
   });
   if (!withPatcher)
     return;
-  kernel.patcher([this, uaf, opSwitch, sleep = sleepsUntilCall()](Kernel &k) {
-    if (opSwitch) {
-      sleepUntilCall(k, sleep);
-      // a -> a + b: ftrace_call goes to the list function; function_trace_op must not change
-      // while ftrace_call still calls a's func (405e1d834807).
-      k.core().registerFunction(*ops_.back());
-      return;
-    }
+  kernel.patcher([this, uaf, sleep = sleepsUntilCall()](Kernel &k) {
     for (auto &op : ops_)
       k.core().registerFunction(*op);
     // The tasks call through it for a while: an RCU-tasks grace period; for the list function
@@ -168,8 +150,7 @@ void TrampolineHarness::annotateTrampolineVisits() {
 }
 
 OracleList TrampolineHarness::kindOracles() const {
-  return {makeOpsUseAfterFreeOracle([this]() -> const Kernel & { return *kernel_; }),
-          makeOpMismatchOracle([this]() -> const Kernel & { return *kernel_; })};
+  return {makeOpsUseAfterFreeOracle([this]() -> const Kernel & { return *kernel_; })};
 }
 
 std::string TrampolineHarness::describeSetup() const {
@@ -181,10 +162,7 @@ std::string TrampolineHarness::describeSetup() const {
       scenario_.cpus,
       idle ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
              "does not wait for it)"
-      : scenario_.trampoline.variant == TrampolineVariant::OpSwitch
-          ? "2 tasks on cpu1 (static ops a registered before they run; the patcher registers b "
-            "once a task calls the function)"
-          : "2 tasks on cpu1",
+           : "2 tasks on cpu1",
       sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "");
 }
 

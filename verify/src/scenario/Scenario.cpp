@@ -177,8 +177,6 @@ std::string_view trampolineVariantName(TrampolineVariant v) {
     return "ops-uaf-no-sync";
   case TrampolineVariant::IdleTrampFree:
     return "idle-tramp-free";
-  case TrampolineVariant::OpSwitch:
-    return "op-switch";
   }
   return "?";
 }
@@ -225,14 +223,12 @@ std::string EngineStep::describe() const {
 
 std::string Scenario::describe() const {
   if (code == CodeKind::Trampoline)
-    return fmt::format(
-        "{} {} trampoline {}{}, free {}{}, {} CPUs, store {}, fetch {}, {}", arch, protocol,
-        trampolineVariantName(trampoline.variant), image.empty() ? "" : " on " + image,
-        trampoline.free,
-        std::string(trampoline.syncWhenUnchanged ? "" : " (no sync when no code changes)") +
-            (trampoline.pre405e1d834807 ? " (function_trace_op set before 405e1d834807)" : ""),
-        cpus, sim::storeModelName(store), fetch->name(),
-        preemption ? "preemption" : "no preemption");
+    return fmt::format("{} {} trampoline {}{}, free {}{}, {} CPUs, store {}, fetch {}, {}", arch,
+                       protocol, trampolineVariantName(trampoline.variant),
+                       image.empty() ? "" : " on " + image, trampoline.free,
+                       trampoline.syncWhenUnchanged ? "" : " (no sync when no code changes)", cpus,
+                       sim::storeModelName(store), fetch->name(),
+                       preemption ? "preemption" : "no preemption");
   if (code == CodeKind::Kernel) {
     std::string wl;
     for (std::size_t i = 0; i < engine.workloads.size(); ++i)
@@ -325,8 +321,6 @@ std::string Scenario::toToml() const {
                        trampoline.syncWhenUnchanged);
     if (trampoline.sleepUntilCall)
       out += fmt::format("sleep_until_call = {}\n", *trampoline.sleepUntilCall);
-    if (trampoline.pre405e1d834807)
-      out += "pre_405e1d834807 = true\n";
   }
   out += "\n[explore]\n";
   if (!explore.explorer.empty())

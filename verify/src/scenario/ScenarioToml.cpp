@@ -222,7 +222,7 @@ void parseExplore(const toml::table &table, const std::string &origin, ExploreSp
 
 void parseTrampoline(const toml::table &table, const std::string &origin, TrampolineSpec &t) {
   TableReader r(table, origin, "trampoline.",
-                {"variant", "free", "sync_when_unchanged", "sleep_until_call", "pre_405e1d834807"});
+                {"variant", "free", "sync_when_unchanged", "sleep_until_call"});
   if (auto v = r.string("variant")) {
     if (*v == "tramp-free-preempted")
       t.variant = TrampolineVariant::TrampFreePreempted;
@@ -230,11 +230,9 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
       t.variant = TrampolineVariant::OpsUafNoSync;
     else if (*v == "idle-tramp-free")
       t.variant = TrampolineVariant::IdleTrampFree;
-    else if (*v == "op-switch")
-      t.variant = TrampolineVariant::OpSwitch;
     else
       fatal("{}: trampoline.variant = '{}' (known: tramp-free-preempted, ops-uaf-no-sync, "
-            "idle-tramp-free, op-switch)",
+            "idle-tramp-free)",
             origin, *v);
   }
   if (auto v = r.string("free"))
@@ -243,8 +241,6 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
     t.syncWhenUnchanged = *v;
   if (auto v = r.boolean("sleep_until_call"))
     t.sleepUntilCall = *v;
-  if (auto v = r.boolean("pre_405e1d834807"))
-    t.pre405e1d834807 = *v;
 }
 
 void parseCode(const toml::table &code, const std::string &origin, Scenario &s) {

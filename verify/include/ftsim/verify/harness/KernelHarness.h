@@ -110,9 +110,4 @@ std::optional<std::string> checkEngineState(::ftsim::kernel::Kernel &kernel, boo
 std::shared_ptr<const Oracle>
 makeOpsUseAfterFreeOracle(std::function<const ::ftsim::kernel::Kernel &()> kernel);
 
-// op-mismatch: ftrace_call called one ops' func with another op loaded from function_trace_op
-// (Kernel::opMismatches; the race 405e1d834807 fixed).
-std::shared_ptr<const Oracle>
-makeOpMismatchOracle(std::function<const ::ftsim::kernel::Kernel &()> kernel);
-
 } // namespace ftsim::verify

@@ -25,15 +25,6 @@
 // trampoline while the idle task may be on it; ftrace's synchronize_rcu_tasks_rude() first
 // (free = "rcu-tasks") waits for the idle loop to schedule.
 //
-// op-switch: per-ops trampolines off; two static ops on posix_cpu_timer_set. Ops a is registered
-// before the tasks run, so ftrace_call calls a's func directly and function_trace_op is a; once a
-// task calls the function the patcher registers b, which switches ftrace_call to the list
-// function. The trampolines load function_trace_op into the third argument as guest code before
-// ftrace_call: with pre_405e1d834807 update_ftrace_function() sets it to ftrace_list_end at once,
-// and a task that loads it before ftrace_call is switched calls a's func with the wrong op
-// (op-mismatch). Since 405e1d834807 function_trace_op changes only inside ftrace_modify_all_code(),
-// after the list function is in place.
-//
 // Explored by default with the rr-bounded explorer (Explore.h): every schedule that deviates from
 // round robin at most `bounds.preemptions` times — by a timer preemption when the scenario has
 // preemption, else by running another enabled event.

@@ -85,11 +85,9 @@
 //   image = "x86_64-fentry"
 //   [trampoline]
 //   variant = "tramp-free-preempted"   # tramp-free-preempted | ops-uaf-no-sync | idle-tramp-free
-//                                      # | op-switch
 //   free = "rcu-tasks"                 # immediate | sched-sync | rcu-tasks | rude |
 //   rcu-tasks-classic sync_when_unchanged = true         # false: before 0e792b89e680
 //   sleep_until_call = true            # default: the ISA's (on for ppc32)
-//   pre_405e1d834807 = true            # op-switch: function_trace_op as before 405e1d834807
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/sim/FetchModel.h"
@@ -160,7 +158,7 @@ struct EngineSpec {
   bool operator==(const EngineSpec &) const = default;
 };
 
-enum class TrampolineVariant { TrampFreePreempted, OpsUafNoSync, IdleTrampFree, OpSwitch };
+enum class TrampolineVariant { TrampFreePreempted, OpsUafNoSync, IdleTrampFree };
 std::string_view trampolineVariantName(TrampolineVariant v); // "tramp-free-preempted", ...
 
 struct TrampolineSpec {
@@ -168,7 +166,6 @@ struct TrampolineSpec {
   std::string free = "rcu-tasks"; // model::parseTrampolineFree (OpsTrampolines.h)
   bool syncWhenUnchanged = true;
   std::optional<bool> sleepUntilCall; // nullopt: the ISA's default
-  bool pre405e1d834807 = false;       // op-switch: function_trace_op set before ftrace_call
   bool operator==(const TrampolineSpec &) const = default;
 };
 
