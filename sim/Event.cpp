@@ -70,8 +70,12 @@ std::string formatEvent(const EventRecord &e) {
     break;
   case EventKind::FetchLine:
   case EventKind::Ipi:
+    out += fmt::format(" pc={:#x}", e.pc);
+    break;
   case EventKind::Preempt:
     out += fmt::format(" pc={:#x}", e.pc);
+    if (e.detail)
+      out += " irq-return (preempt_count > 0: same task)";
     break;
   case EventKind::Store:
     out += fmt::format(" {:#x}+{} [{}]", e.storeAddr, e.storeSize, arch::hexBytes(bytes));

@@ -34,13 +34,16 @@ std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
   for (unsigned c = 0; c < config.cpus; ++c) {
     CpuState &cs = state.cpus[c];
     auto cpu = static_cast<std::uint8_t>(c);
-    // An IPI waits while the CPU has interrupts off; a timer preemption needs a preemptible task.
+    // An IPI waits while the CPU has interrupts off. A timer interrupt needs interrupts on: it
+    // switches tasks when the task is preemptible (count 0, another runnable task); inside a
+    // non-preemptible region it returns to the same task (the CPU stalls for the handler).
     if (cs.ipiPending && !cs.halfFetched && cs.irqsOn)
       out[n++] = {EventKind::Ipi, cpu};
     if (cs.current < 0 || patcherHoldsCpu(c))
       continue;
     out[n++] = {stepKind(c), cpu};
-    if (config.preemption && !cs.halfFetched && cs.runnable > 1 && cs.preemptible())
+    if (config.preemption && !cs.halfFetched && cs.irqsOn &&
+        (cs.preemptCount > 0 || cs.runnable > 1))
       out[n++] = {EventKind::Preempt, cpu};
   }
   if (patcher.state == PatcherState::Store)
@@ -170,6 +173,13 @@ void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
     serialise(cpu);
     break;
   case EventKind::Preempt: {
+    if (state.cpus[cpu].preemptCount > 0) {
+      // preempt_schedule_irq() only runs at count 0: the interrupt returns to the same task. Not
+      // a context switch (schedule_on_each_cpu is not satisfied by it).
+      rec.detail = 1;
+      serialise(cpu); // iret / rfi
+      break;
+    }
     TaskRecord &t = state.tasks[state.cpus[cpu].current];
     t.voluntarilyOff = false;
     const bool irqsBefore = state.cpus[cpu].irqsOn;

@@ -51,13 +51,11 @@ std::uint64_t TrampolineAssembler::stub(const std::string &name) {
 void TrampolineAssembler::hypercallStubs(const TrampolineRequest &request) {
   // ftrace_ops_list_func, optionally in two hypercalls: the first reads ftrace_ops_list
   // (rcu_dereference_raw), the second walks what it read (do_for_each_ftrace_op). Linux walks
-  // with preemption disabled (__ftrace_ops_list_func's preempt_disable_notrace() in 4.x; inside
-  // trace_test_and_set_recursion() since 5.15), and so does this listing: no timer preemption
-  // between the read and the walk. Another CPU can still unlink and free an ops in that window,
-  // which is why ftrace_shutdown() must wait even when no code changed (0e792b89e680) — and
-  // synchronize_rcu_tasks_rude() (a schedule on each CPU) is enough for that wait.
+  // with preemption disabled; this listing does not disable it yet (a timer preemption between
+  // the read and the walk stands for the interrupt that can arrive there in Linux, which the
+  // machine does not run as a handler of its own). Another CPU can unlink and free an ops in that
+  // window, which is why ftrace_shutdown() must wait even when no code changed (0e792b89e680).
   function("ftrace_ops_list_func");
-  emit(preemptDisable_);
   label("ftrace_ops_list_read");
   emit(arch_.trap());
   if (request.splitListFunction) {
@@ -65,7 +63,6 @@ void TrampolineAssembler::hypercallStubs(const TrampolineRequest &request) {
     emit(arch_.trap());
     code_.listFuncWalkStub = at("ftrace_ops_list_walk");
   }
-  emit(preemptEnable_);
   emit(ret_);
   code_.listFuncStub = at("ftrace_ops_list_func");
   code_.listFuncTrap = at("ftrace_ops_list_read");

@@ -59,17 +59,8 @@ public:
   void call(const std::string &target) { branch(target, true); }
   void jump(const std::string &target) { branch(target, false); }
 
-  // The ISA's preempt_disable_notrace() / preempt_enable_notrace(): increment and decrement the
-  // preempt count the machine reads at the start of the running task's thread area
-  // (GuestAbi::threadReg). Emitted around the list function's hypercalls.
-  void setPreemptCode(Bytes disable, Bytes enable) {
-    preemptDisable_ = std::move(disable);
-    preemptEnable_ = std::move(enable);
-  }
-
   // The C functions as hypercall stubs (trap; return), 16-byte aligned: ftrace_ops_list_func
-  // (preempt_disable_notrace(), its hypercall, the second hypercall ftrace_ops_list_walk when the
-  // request splits it, preempt_enable_notrace(), return),
+  // (with its second hypercall ftrace_ops_list_walk when the request splits it),
   // prepare_ftrace_return, ftrace_return_to_handler and request.callbackStubs ftrace_callback_<i>.
   void hypercallStubs(const TrampolineRequest &request);
 
@@ -92,7 +83,6 @@ private:
   std::uint64_t base_;
   std::uint8_t fill_;
   Bytes ret_;
-  Bytes preemptDisable_, preemptEnable_;
   Bytes bytes_;
   std::map<std::string, std::uint64_t> labels_;
   std::vector<std::pair<std::string, std::uint64_t>> symbols_;

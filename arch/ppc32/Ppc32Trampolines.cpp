@@ -78,20 +78,7 @@ int slot(int off) { return kStackIntFrameRegs + off; }
 class Emitter : public TrampolineAssembler {
 public:
   Emitter(const Arch &arch, std::uint64_t base)
-      : TrampolineAssembler(arch, base, 0, ppc32::wordBytes(kBlr)) { // 0: an illegal word
-    // lwz r11,0(r2); addi r11,r11,+-1; stw r11,0(r2): the preempt count at the start of the
-    // thread area r2 points at (Linux's `current`; r11 is volatile across the C call).
-    auto words = [](std::initializer_list<std::uint32_t> ws) {
-      Bytes out;
-      for (std::uint32_t w : ws) {
-        const Bytes b = ppc32::wordBytes(w);
-        out.insert(out.end(), b.begin(), b.end());
-      }
-      return out;
-    };
-    setPreemptCode(words({0x81620000, 0x396b0001, 0x91620000}),
-                   words({0x81620000, 0x396bffff, 0x91620000}));
-  }
+      : TrampolineAssembler(arch, base, 0, ppc32::wordBytes(kBlr)) {} // 0: an illegal word
 
   void dForm(unsigned opcode, int rt, int ra, int d) {
     word(opcode << 26 | static_cast<std::uint32_t>(rt) << 21 |

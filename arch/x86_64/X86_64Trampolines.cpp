@@ -62,11 +62,7 @@ enum Reg { rax = 0, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8, r9, r10, r11, r12, r1
 // relaxing the jumps").
 class Emitter : public TrampolineAssembler {
 public:
-  Emitter(const Arch &arch, std::uint64_t base) : TrampolineAssembler(arch, base, 0xcc, {0xc3}) {
-    // incl %gs:0 / decl %gs:0: Linux's `incl %gs:__preempt_count` with the count at the start of
-    // the thread area the GS base points at (sim/README.md, "Regions").
-    setPreemptCode({0x65, 0xff, 0x04, 0x25, 0, 0, 0, 0}, {0x65, 0xff, 0x0c, 0x25, 0, 0, 0, 0});
-  }
+  Emitter(const Arch &arch, std::uint64_t base) : TrampolineAssembler(arch, base, 0xcc, {0xc3}) {}
 
   void movStore(Reg src, Reg base, int disp) { modrmMem(0x89, src, base, disp); }
   void movLoad(Reg dst, Reg base, int disp) { modrmMem(0x8b, dst, base, disp); }

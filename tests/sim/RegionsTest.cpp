@@ -19,7 +19,7 @@ namespace {
 using Bytes = std::vector<std::uint8_t>;
 
 // x86-64 text: hypercall stubs, then `region`: incl %gs:0; 4 nops; decl %gs:0; cli; 4 nops; sti;
-// ret. `spin`: jmp spin. `idleLoop`: nop; nop; call hc_idle; jmp idleLoop. `atomicSchedule`:
+// ret. `spin`: nop; jmp spin. `idleLoop`: nop; nop; call hc_idle; jmp idleLoop. `atomicSchedule`:
 // incl %gs:0; call hc_schedule; decl %gs:0; ret.
 struct X86Regions {
   static constexpr std::uint64_t kText = 0xffffffff81000000ull;
@@ -56,7 +56,7 @@ struct X86Regions {
     put(kIncEnd, {0x90, 0x90, 0x90, 0x90});
     put(kDec, decl);
     put(kCli, {0xfa, 0x90, 0x90, 0x90, 0x90, 0xfb, 0xc3});
-    put(kSpin, {0xeb, 0xfe});
+    put(kSpin, {0x90, 0xeb, 0xfd}); // nop; jmp kSpin (a jump to itself makes no progress)
     put(kIdleLoop, {0x90, 0x90});
     call(kIdleCall, kHcIdle);
     put(kIdleCall + 5, {0xeb, static_cast<std::uint8_t>(kIdleLoop - (kIdleCall + 7))});
@@ -98,14 +98,15 @@ TEST(Regions, NoTimerPreemptionWhilePreemptionOrInterruptsAreDisabled) {
   m.addTask({"b", 1, X86Regions::kRegion, 0});
   // Preempt whenever a preemption is offered (at most 40 times), else round robin: both tasks go
   // through both regions many times interleaved, each with its own preempt count.
-  std::set<std::uint64_t> offeredAt, refusedAt;
+  std::set<std::uint64_t> offeredAt, refusedAt, takenAt;
   unsigned preemptions = 0;
   RoundRobinScheduler rr;
   FunctionScheduler sched([&](const Machine &mm, const DecisionPoint &p) -> std::uint32_t {
     EXPECT_LE(mm.preemptCount(1), 1u);
     if (mm.patcherState() == PatcherState::None && p.kind == DecisionKind::Event) {
       (offers(p, EventKind::Preempt, 1) ? offeredAt : refusedAt).insert(mm.pc(1));
-      if (offers(p, EventKind::Preempt, 1) && preemptions < 40 && (++preemptions, true))
+      // Once per pc, so both tasks move on.
+      if (offers(p, EventKind::Preempt, 1) && takenAt.insert(mm.pc(1)).second && ++preemptions)
         return indexOf(p, EventKind::Preempt, 1);
     }
     return rr.decide(mm, p);
@@ -114,20 +115,33 @@ TEST(Regions, NoTimerPreemptionWhilePreemptionOrInterruptsAreDisabled) {
   EXPECT_TRUE(m.findings().empty()) << m.logText();
   EXPECT_EQ(m.task(0).state, TaskState::Exited);
   EXPECT_EQ(m.task(1).state, TaskState::Exited);
-  // Inside [kIncEnd, kDec] the count is 1; inside [kCli+1, kSti] interrupts are off.
-  for (std::uint64_t pc = X86Regions::kIncEnd; pc <= X86Regions::kDec; ++pc)
-    EXPECT_FALSE(offeredAt.count(pc)) << std::hex << pc;
+  // Inside [kCli+1, kSti] interrupts are off: no timer interrupt at all. Inside [kIncEnd, kDec]
+  // the count is 1: the timer interrupt is taken but returns to the same task.
   for (std::uint64_t pc = X86Regions::kCli + 1; pc <= X86Regions::kSti; ++pc)
     EXPECT_FALSE(offeredAt.count(pc)) << std::hex << pc;
-  // Inside a region the only enabled event of the CPU is its next step: no decision was asked
-  // there, yet both tasks ran through both regions.
-  EXPECT_FALSE(refusedAt.count(X86Regions::kIncEnd));
-  unsigned regionSteps = 0;
-  for (const EventRecord &e : m.events())
-    regionSteps += e.kind == EventKind::Step &&
-                   (e.pc == X86Regions::kIncEnd || e.pc == X86Regions::kSti);
-  EXPECT_EQ(regionSteps, 4u);
-  EXPECT_EQ(preemptions, 40u);
+  EXPECT_TRUE(offeredAt.count(X86Regions::kIncEnd));
+  const auto events = m.events();
+  unsigned regionSteps = 0, inRegion = 0, switches = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const EventRecord &e = events[i];
+    regionSteps +=
+        e.kind == EventKind::Step && (e.pc == X86Regions::kIncEnd || e.pc == X86Regions::kSti);
+    if (e.kind != EventKind::Preempt)
+      continue;
+    const bool region = e.pc >= X86Regions::kIncEnd && e.pc <= X86Regions::kDec;
+    EXPECT_EQ(e.detail, region ? 1u : 0u) << formatEvent(e);
+    ASSERT_LT(i + 1, events.size());
+    if (region) {
+      ++inRegion;
+      EXPECT_EQ(events[i + 1].task, e.task) << formatEvent(events[i + 1]); // same task resumes
+    } else {
+      ++switches;
+      EXPECT_NE(events[i + 1].task, e.task) << formatEvent(events[i + 1]);
+    }
+  }
+  EXPECT_EQ(regionSteps, 4u); // both tasks ran through both regions
+  EXPECT_GT(inRegion, 0u);
+  EXPECT_GT(switches, 0u);
   // Before the region, between the two and after them the task is preemptible.
   EXPECT_TRUE(offeredAt.count(X86Regions::kRegion));
   EXPECT_TRUE(offeredAt.count(X86Regions::kCli));
@@ -239,20 +253,27 @@ TEST(Regions, ANonIdleTaskHoldsRcuTasksAndAnIdleTaskIsNeverPreempted) {
     port.synchronizeRcuTasks();
     port.publish("done", [] {});
   });
-  // Preempt whenever possible: the spinner is preempted, the idle task never is.
-  FunctionScheduler sched([&](const Machine &mm, const DecisionPoint &p) -> std::uint32_t {
-    (void)mm;
+  // Take every timer interrupt (at most 100): the spinner is preempted, the idle task is only
+  // interrupted (it has preemption disabled), so it never loses its CPU that way.
+  unsigned interrupts = 0;
+  FunctionScheduler sched([&](const Machine &, const DecisionPoint &p) -> std::uint32_t {
     const std::uint32_t i = indexOf(p, EventKind::Preempt, 1);
-    return i < p.options ? i : 0;
+    return i < p.options && interrupts++ < 100 ? i : 0;
   });
   m.run(sched, 300);
-  unsigned preemptedSpinner = 0, preemptedIdle = 0;
+  unsigned preemptedSpinner = 0, interruptedIdle = 0, preemptedIdle = 0;
   for (const EventRecord &e : m.events())
-    if (e.kind == EventKind::Preempt)
-      ++(e.task == 0 ? preemptedSpinner : preemptedIdle);
+    if (e.kind == EventKind::Preempt) {
+      if (e.task == 0)
+        ++preemptedSpinner;
+      else
+        ++(e.detail ? interruptedIdle : preemptedIdle);
+    }
   EXPECT_GT(preemptedSpinner, 0u);
+  EXPECT_GT(interruptedIdle, 0u);
   EXPECT_EQ(preemptedIdle, 0u);
   // The spinner never schedules voluntarily: the grace period never ends.
+  EXPECT_TRUE(m.findings().empty()) << m.logText();
   EXPECT_EQ(m.patcherState(), PatcherState::WaitRcuTasks);
 }
 

@@ -157,8 +157,7 @@ std::string TrampolineHarness::describeSetup() const {
   const bool idle = scenario_.trampoline.variant == TrampolineVariant::IdleTrampFree;
   return fmt::format(
       "{} CPUs (patcher on cpu0), {} x 16 calls, fast mode quantum 64 "
-      "(trampolines and patched sites stepped per instruction); the list function runs with "
-      "preemption disabled{}",
+      "(trampolines and patched sites stepped per instruction){}",
       scenario_.cpus,
       idle ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
              "does not wait for it)"

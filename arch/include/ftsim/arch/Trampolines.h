@@ -58,7 +58,7 @@ struct TrampolineCode {
   // Hypercall stubs: the list function, prepare_ftrace_return, ftrace_return_to_handler, and a
   // pool of stubs the integration assigns to distinct trace functions (ops->func, assist func).
   std::uint64_t listFuncStub = 0; // the entry (what ftrace_call calls)
-  std::uint64_t listFuncTrap = 0; // its (first) hypercall, after preempt_disable_notrace()
+  std::uint64_t listFuncTrap = 0; // its (first) hypercall
   // The second half of ftrace_ops_list_func when it is split in two hypercalls: the first reads
   // ftrace_ops_list (rcu_dereference), this one walks the ops it read and calls them. One event
   // apart, so a patcher can unlink and free an ops in between (0e792b89e680). 0: not split.

@@ -23,9 +23,8 @@
 // Two more, to show what each flavour is for:
 //
 //   rude               synchronize_rcu_tasks_rude() alone (schedule_on_each_cpu(), the same wait
-//                      as sched-sync): what a !PREEMPTION 6.1 kernel does. Enough for an ops the
-//                      list function walks with preemption disabled; not for a trampoline a
-//                      preempted task is on
+//                      as sched-sync): what a !PREEMPTION 6.1 kernel does. Not enough for a
+//                      trampoline a preempted task is on
 //   rcu-tasks-classic  synchronize_rcu_tasks() alone: does not wait for idle tasks (Linux's
 //                      rcu_tasks_pertask() skips is_idle_task()), so an idle task still on the
 //                      trampoline is missed — why ftrace calls the rude flavour too
