@@ -103,9 +103,9 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
   optionalFlag(cmd, "--tramp-free", r.trampFree,
                "trampoline scenarios: when a dynamic ops' trampoline is freed: immediate, "
-               "sched-sync, rcu-tasks");
+               "sched-sync, rcu-tasks, rude, rcu-tasks-classic");
   optionalFlag(cmd, "--tramp-scenario", r.trampScenario,
-               "tramp-free-preempted (default) or ops-uaf-no-sync");
+               "tramp-free-preempted (default), ops-uaf-no-sync or idle-tramp-free");
   cmd->add_flag("--preempt", r.preempt, "trampoline scenarios: timer preemption (PREEMPTION)");
   cmd->add_flag("--no-sync-unchanged", r.noSyncUnchanged,
                 "trampoline scenarios: skip the sync when unregistering changes no code "

@@ -70,8 +70,12 @@ std::string formatEvent(const EventRecord &e) {
     break;
   case EventKind::FetchLine:
   case EventKind::Ipi:
+    out += fmt::format(" pc={:#x}", e.pc);
+    break;
   case EventKind::Preempt:
     out += fmt::format(" pc={:#x}", e.pc);
+    if (e.detail)
+      out += " irq-return (preempt_count > 0: same task)";
     break;
   case EventKind::Store:
     out += fmt::format(" {:#x}+{} [{}]", e.storeAddr, e.storeSize, arch::hexBytes(bytes));
@@ -88,6 +92,8 @@ std::string formatEvent(const EventRecord &e) {
     out += fmt::format(" fetch {:#x}[{}]", e.fetchAddr, arch::hexBytes(bytes));
   if (e.dataSize)
     out += fmt::format(" data-{} {:#x}+{}", e.dataWrite ? "write" : "read", e.dataAddr, e.dataSize);
+  if (e.regionChange)
+    out += fmt::format(" preempt_count={} irqs={}", e.preemptCount, e.irqsOff ? "off" : "on");
   if (e.outcome != StepOutcome::None) {
     out += fmt::format(" {}", stepOutcomeName(e.outcome));
     if (e.outcome == StepOutcome::Exit || e.outcome == StepOutcome::TrapHandled ||

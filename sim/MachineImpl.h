@@ -99,7 +99,16 @@ struct CpuState {
   unsigned runnable = 0;
   bool ipiPending = false;
   bool halfFetched = false;
-  bool irqsOff = false; // interrupts disabled: an IPI waits
+  // The running task's regions (Regions.cpp), read from its registers and thread area after every
+  // event of this CPU: interrupts enabled (x86 EFLAGS.IF, powerpc MSR[EE]) and its preempt count.
+  // No task: interrupts on, count 0.
+  bool irqsOn = true;
+  std::uint32_t preemptCount = 0;
+  // Interrupts held off by the machine itself (setInterruptsEnabled: an exception entry that
+  // runs a kernel handler with IF clear), whatever the task's registers say.
+  bool irqsOff = false;
+  bool takesInterrupts() const { return irqsOn && !irqsOff; }
+  bool preemptible() const { return takesInterrupts() && preemptCount == 0; }
   std::uint64_t switches = 0;
   std::set<std::uint64_t> dirtyLines; // line model: view lines behind
   std::map<std::uint64_t, std::vector<std::uint8_t>>
@@ -195,6 +204,7 @@ struct Machine::Impl {
   arch::TrapHandler trapHandler;
   std::uint64_t exitStub = 0;
   PatcherRuntime patcher;
+  std::vector<std::uint8_t *> threadHost; // per task: its thread area in host memory
 
   // Memory.
   void checkFree(std::uint64_t addr, std::uint64_t size) const;
@@ -214,6 +224,11 @@ struct Machine::Impl {
   void saveRegs(unsigned cpu, std::vector<std::uint8_t> &out);
   void loadRegs(unsigned cpu, const std::vector<std::uint8_t> &in);
   int nextTask(unsigned cpu) const;
+  // Regions (Regions.cpp).
+  std::uint32_t readPreemptCount(int task);
+  void writePreemptCount(int task, std::uint32_t count);
+  void refreshRegions(unsigned cpu);
+  void noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore, std::uint32_t countBefore);
   void switchTo(unsigned cpu, int next);
   void stopTask(unsigned cpu, TaskState why);
 

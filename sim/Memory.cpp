@@ -363,4 +363,13 @@ void Machine::pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) 
     m.storeIntoView(c, *r, addr, bytes);
 }
 
+void Machine::pokeData(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
+  for (DataRegion &r : impl_->data)
+    if (addr - r.base < r.size && bytes.size() <= r.size - (addr - r.base)) {
+      std::memcpy(r.memory.get() + (addr - r.base), bytes.data(), bytes.size());
+      return;
+    }
+  fatal("pokeData {:#x}+{} is not inside data", addr, bytes.size());
+}
+
 } // namespace ftsim::sim

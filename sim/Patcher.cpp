@@ -99,7 +99,11 @@ bool Machine::Impl::waitOver() const {
     // RCU-tasks (kernel/rcu/tasks.h): every task that existed at the start has since passed a
     // voluntary context switch, user mode or idle, or is off-CPU after a voluntary switch, or is
     // gone. A preempted task holds the grace period: it may be stopped inside a trampoline.
+    // Idle tasks are not waited for (rcu_tasks_pertask() skips is_idle_task(), Linux 6.1 and 6.12):
+    // that is why ftrace also calls synchronize_rcu_tasks_rude().
     for (const TaskRecord &t : state.tasks) {
+      if (t.info.idle)
+        continue;
       if (t.info.state != TaskState::Runnable || t.lastQuiescent > patcher.graceStart)
         continue;
       if (t.voluntarilyOff && state.cpus[t.info.cpu].current != t.info.id)
@@ -301,10 +305,6 @@ void Machine::setInterruptsEnabled(unsigned cpu, bool enabled) {
   if (cpu >= impl_->config.cpus)
     FTSIM_PANIC("setInterruptsEnabled: no CPU {}", cpu);
   impl_->state.cpus[cpu].irqsOff = !enabled;
-}
-
-bool Machine::interruptsEnabled(unsigned cpu) const {
-  return cpu < impl_->config.cpus && !impl_->state.cpus[cpu].irqsOff;
 }
 
 void Machine::setTrapHandler(arch::TrapHandler handler) { impl_->trapHandler = std::move(handler); }

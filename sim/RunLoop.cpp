@@ -35,12 +35,16 @@ std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
   for (unsigned c = 0; c < config.cpus; ++c) {
     CpuState &cs = state.cpus[c];
     auto cpu = static_cast<std::uint8_t>(c);
-    if (cs.ipiPending && !cs.halfFetched && !cs.irqsOff)
+    // An IPI waits while the CPU has interrupts off. A timer interrupt needs interrupts on: it
+    // switches tasks when the task is preemptible (count 0, another runnable task); inside a
+    // non-preemptible region it returns to the same task (the CPU stalls for the handler).
+    if (cs.ipiPending && !cs.halfFetched && cs.takesInterrupts())
       out[n++] = {EventKind::Ipi, cpu};
     if (cs.current < 0 || patcherHoldsCpu(c))
       continue;
     out[n++] = {stepKind(c), cpu};
-    if (config.preemption && !cs.halfFetched && cs.runnable > 1)
+    if (config.preemption && !cs.halfFetched && cs.takesInterrupts() &&
+        (cs.preemptCount > 0 || cs.runnable > 1))
       out[n++] = {EventKind::Preempt, cpu};
   }
   if (patcher.state == PatcherState::Store)
@@ -94,6 +98,8 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   CpuRuntime &rt = cpus[cpu];
   CpuState &cs = state.cpus[cpu];
   const std::uint64_t pc = cs.pc;
+  const bool irqsBefore = cs.irqsOn;
+  const std::uint32_t countBefore = cs.preemptCount;
   bool serialiseAfter = false;
   if (count == 1) {
     bool secondHalf = cs.halfFetched;
@@ -150,6 +156,8 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   } else if (count > 1 && needsStep(cpu, after)) {
     rec.outcome = StepOutcome::WatchedStop;
   }
+  refreshRegions(cpu);
+  noteRegionChange(cpu, rec, irqsBefore, countBefore);
 }
 
 void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler) {
@@ -172,10 +180,20 @@ void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
     serialise(cpu);
     break;
   case EventKind::Preempt: {
+    if (state.cpus[cpu].preemptCount > 0) {
+      // preempt_schedule_irq() only runs at count 0: the interrupt returns to the same task. Not
+      // a context switch (schedule_on_each_cpu is not satisfied by it).
+      rec.detail = 1;
+      serialise(cpu); // iret / rfi
+      break;
+    }
     TaskRecord &t = state.tasks[state.cpus[cpu].current];
     t.voluntarilyOff = false;
+    const bool irqsBefore = state.cpus[cpu].irqsOn;
+    const std::uint32_t countBefore = state.cpus[cpu].preemptCount;
     switchTo(cpu, nextTask(cpu));
     serialise(cpu); // the interrupt returns into the next task with iret / rfi
+    noteRegionChange(cpu, rec, irqsBefore, countBefore);
     break;
   }
   case EventKind::Store:

@@ -63,6 +63,7 @@ void Machine::Impl::switchTo(unsigned cpu, int next) {
     state.tasks[next].voluntarilyOff = false;
     cs.pc = readReg(cpu, abi.pcReg);
   }
+  refreshRegions(cpu);
 }
 
 void Machine::Impl::stopTask(unsigned cpu, TaskState why) {
@@ -96,6 +97,8 @@ int Machine::addTask(const TaskSpec &spec) {
   t.info.name = spec.name;
   t.info.cpu = spec.cpu;
   t.info.stackTop = top;
+  t.info.idle = spec.idle;
+  t.info.threadArea = bottom;
   CpuState &cs = m.state.cpus[spec.cpu];
   std::vector<std::uint8_t> saved;
   if (cs.current >= 0)
@@ -117,8 +120,14 @@ int Machine::addTask(const TaskSpec &spec) {
   m.writeReg(spec.cpu, m.abi.spReg, sp);
   m.writeReg(spec.cpu, m.abi.argReg, spec.arg);
   m.writeReg(spec.cpu, m.abi.pcReg, spec.entry);
+  // Interrupts on; the thread register at the thread area, whose preempt count is 1 for an idle
+  // task (Linux's idle loop runs with preemption disabled), else 0.
+  m.writeReg(spec.cpu, m.abi.irqFlagsReg,
+             m.readReg(spec.cpu, m.abi.irqFlagsReg) | m.abi.irqEnableBit);
+  m.writeReg(spec.cpu, m.abi.threadReg, bottom);
   m.saveRegs(spec.cpu, t.regs);
   m.state.tasks.push_back(std::move(t));
+  m.writePreemptCount(id, spec.idle ? 1 : 0);
   cs.runqueue.push_back(id);
   ++cs.runnable;
   if (cs.current >= 0) {
@@ -127,6 +136,7 @@ int Machine::addTask(const TaskSpec &spec) {
     cs.current = id;
     m.state.tasks[id].voluntarilyOff = false;
     cs.pc = spec.entry;
+    m.refreshRegions(spec.cpu);
   }
   return id;
 }

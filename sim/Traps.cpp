@@ -134,6 +134,14 @@ void Machine::Impl::handleTrap(unsigned cpu, EventRecord &rec, std::uint64_t pcA
     switch (it->second) {
     case GuestHypercall::Schedule:
     case GuestHypercall::Idle:
+      // schedule() in a non-preemptible region is a bug ("BUG: scheduling while atomic"); the
+      // idle loop calls it with its own count of 1.
+      if (cs.preemptCount > (task.info.idle ? 1u : 0u) || !cs.irqsOn) {
+        guestFault(cpu, rec, trapAddr,
+                   fmt::format("scheduling while atomic: preempt_count {}, interrupts {}",
+                               cs.preemptCount, cs.irqsOn ? "on" : "off"));
+        return;
+      }
       rec.outcome =
           it->second == GuestHypercall::Schedule ? StepOutcome::Schedule : StepOutcome::Idle;
       task.lastQuiescent = now;

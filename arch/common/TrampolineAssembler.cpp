@@ -51,9 +51,12 @@ std::uint64_t TrampolineAssembler::stub(const std::string &name) {
 void TrampolineAssembler::hypercallStubs(const TrampolineRequest &request) {
   // ftrace_ops_list_func, optionally in two hypercalls: the first reads ftrace_ops_list
   // (rcu_dereference_raw), the second walks what it read (do_for_each_ftrace_op). Linux walks
-  // with preemption disabled; another CPU can still unlink and free an ops between the read and
-  // the walk, which is why ftrace_shutdown() must wait even when no code changed (0e792b89e680).
+  // with preemption disabled; this listing does not disable it yet (a timer preemption between
+  // the read and the walk stands for the interrupt that can arrive there in Linux, which the
+  // machine does not run as a handler of its own). Another CPU can unlink and free an ops in that
+  // window, which is why ftrace_shutdown() must wait even when no code changed (0e792b89e680).
   function("ftrace_ops_list_func");
+  label("ftrace_ops_list_read");
   emit(arch_.trap());
   if (request.splitListFunction) {
     label("ftrace_ops_list_walk");
@@ -62,6 +65,7 @@ void TrampolineAssembler::hypercallStubs(const TrampolineRequest &request) {
   }
   emit(ret_);
   code_.listFuncStub = at("ftrace_ops_list_func");
+  code_.listFuncTrap = at("ftrace_ops_list_read");
   code_.prepareReturnStub = stub("prepare_ftrace_return");
   code_.returnHandlerStub = stub("ftrace_return_to_handler");
   for (unsigned i = 0; i < request.callbackStubs; ++i)

@@ -35,6 +35,9 @@ const GuestAbi &ppc32GuestAbi() {
       0x100000001ull,
       serialising,
       returnAddress,
+      UC_PPC_REG_MSR,
+      0x8000, // MSR[EE]
+      UC_PPC_REG_2,
   };
   return abi;
 }

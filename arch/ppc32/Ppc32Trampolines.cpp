@@ -36,8 +36,8 @@
 // Differences from Linux, all deliberate:
 //  - The graph entry is the ftrace_graph_call site of ftrace_32.S before v6.x (the interface's
 //    ftrace_graph_call / ftrace_graph_caller), not the ftrace_graph_func ops of v6.x.
-//  - function_trace_op is not loaded into r5 (`lis r3,function_trace_op@ha; lwz r5,...`): the
-//    engine keeps it as host state published as one event; r5 is 0.
+//  - function_trace_op is loaded into r5 with `lis r5,function_trace_op@ha; lwz r5,..@l(r5)`
+//    when the request gives its address (the simulated kernel does); otherwise r5 is 0.
 //  - MSR is not read with mfmsr: ftrace_regs_caller stores MSR_KERNEL
 //  (MSR_ME|MSR_IR|MSR_DR|MSR_RI),
 //    the value a kernel thread runs with; only its being non-zero matters (regs vs. no regs).
@@ -89,6 +89,14 @@ public:
   void lwz(int rt, int d, int ra) { dForm(32, rt, ra, d); }
   void addi(int rt, int ra, int v) { dForm(14, rt, ra, v); }
   void li(int rt, int v) { addi(rt, 0, v); }
+  void lis(int rt, int v) { dForm(15, rt, 0, v); }
+  // lis rt,addr@ha; lwz rt,addr@l(rt)
+  void loadWord(int rt, std::uint64_t addr) {
+    const auto a = static_cast<std::uint32_t>(addr);
+    lis(rt, static_cast<int>((a + 0x8000u) >> 16));
+    lwz(rt, static_cast<std::int16_t>(a & 0xffffu), rt);
+  }
+  std::uint64_t functionTraceOp = 0; // TrampolineRequest::functionTraceOp
   void mr(int ra, int rs) {
     word(0x7c000378u | static_cast<std::uint32_t>(rs) << 21 | static_cast<std::uint32_t>(ra) << 16 |
          static_cast<std::uint32_t>(rs) << 11);
@@ -135,9 +143,12 @@ void ftraceRegsEntry(Emitter &e, bool allRegs) {
   e.stw(7, slot(NIP), 1);                  // pt_regs->nip
   e.stw(7, kSwitchFrameSize + kLrSave, 1); // and B's frame header, for the unwinder
   e.stw(0, slot(LINK), 1);                 // the parent as pt_regs->link
-  e.li(5, 0);                              // function_trace_op: host state (see above)
-  e.addi(3, 7, -kMcountInsnSize);          // ip = nip - 4
-  e.mr(4, 0);                              // parent_ip
+  if (e.functionTraceOp)
+    e.loadWord(5, e.functionTraceOp); // op = function_trace_op
+  else
+    e.li(5, 0);
+  e.addi(3, 7, -kMcountInsnSize); // ip = nip - 4
+  e.mr(4, 0);                     // parent_ip
   e.stw(8, slot(MSR), 1);
   if (allRegs) {
     e.stw(9, slot(CTR), 1);
@@ -252,6 +263,7 @@ void returnToHandler(Emitter &e) {
 
 AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
   Emitter e(arch, request.base);
+  e.functionTraceOp = request.functionTraceOp;
   ftraceCallers(e);
   ftraceGraphCaller(e);
   returnToHandler(e);
@@ -296,6 +308,7 @@ public:
     args.ip = cpu.reg(UC_PPC_REG_3);
     args.parentIp = cpu.reg(UC_PPC_REG_4);
     args.regs = cpu.reg(UC_PPC_REG_6);
+    args.op = cpu.reg(UC_PPC_REG_5);
     std::uint8_t msr[4] = {};
     args.fullRegs = cpu.readMemory(args.regs + MSR, msr) && ppc32::wordOf(msr) != 0;
     return args;

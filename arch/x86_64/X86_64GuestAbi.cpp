@@ -43,6 +43,9 @@ const GuestAbi &x86_64GuestAbi() {
       0x8000000000000001ull,
       serialising,
       returnAddress,
+      UC_X86_REG_EFLAGS,
+      0x200, // EFLAGS.IF
+      UC_X86_REG_GS_BASE,
   };
   return abi;
 }

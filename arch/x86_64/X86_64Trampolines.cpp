@@ -26,9 +26,10 @@
 //                       rdi = rax ; restore rdx, rax ; addq $24,%rsp ; jmp *%rdi
 //
 // Differences from Linux, all deliberate:
-//  - function_trace_op is not loaded into %rdx by the trampoline (`movq function_trace_op(%rip)`):
-//    the engine keeps it as host state published as one event, and the callback's hypercall reads
-//    it when it runs. The window between that mov and the call is therefore not modelled.
+//  - function_trace_op is loaded into %rdx with an absolute `movq function_trace_op, %rdx`
+//    (Linux: %rip-relative) when the request gives its address, so per-ops trampoline copies keep
+//    the same instruction; Linux's create_trampoline() instead makes the copy load its own ops
+//    from the trampoline's tail (here the copy's callback stub is bound to its ops on the host).
 //  - No CONFIG_FRAME_POINTER frame (MCOUNT_FRAME_SIZE = 0) and no ORIG_RAX direct-call return
 //    (direct trampolines are not modelled).
 //  - The C functions called from the trampolines are hypercall stubs (int3; ret) in the same text.
@@ -94,6 +95,19 @@ public:
       imm32(imm);
     }
   }
+  // movq addr, %reg with a sign-extended 32-bit absolute address (-mcmodel=kernel): position
+  // independent, so per-ops trampoline copies keep it.
+  void movAbsLoad(Reg dst, std::uint64_t addr) {
+    if (static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(addr))) !=
+        addr)
+      FTSIM_PANIC("{:#x} is not a sign-extended 32-bit address", addr);
+    rex(dst, static_cast<Reg>(0));
+    byte(0x8b);
+    byte(static_cast<std::uint8_t>((dst & 7) << 3 | 4)); // mod 00, rm 100: SIB
+    byte(0x25);                                          // no base, no index: disp32
+    imm32(static_cast<std::int32_t>(addr));
+  }
+  std::uint64_t functionTraceOp = 0; // TrampolineRequest::functionTraceOp
   void pushfq() { byte(0x9c); }
   void popfq() { byte(0x9d); }
   void ret() { byte(0xc3); }
@@ -176,7 +190,10 @@ void ftraceCaller(Emitter &e, SiteFlavour flavour) {
   // Stack - skipping return address of ftrace_caller.
   e.lea(rcx, rsp, kMcountRegSize + 8);
   e.movStore(rcx, rsp, RSP);
-  e.lea(rcx, rsp, 0); // regs go into 4th parameter
+  e.label("ftrace_caller_op_ptr");
+  if (e.functionTraceOp)
+    e.movAbsLoad(rdx, e.functionTraceOp); // load the ftrace_ops into the 3rd parameter
+  e.lea(rcx, rsp, 0);                     // regs go into 4th parameter
   e.movImmMem(rsp, CS, 0);
   e.label("ftrace_call");
   e.call("ftrace_stub");
@@ -213,6 +230,8 @@ void ftraceRegsCaller(Emitter &e, SiteFlavour flavour) {
   e.movStore(rcx, rsp, CS);
   e.lea(rcx, rsp, kMcountRegSize + 8 * 2); // stack, skipping return address and flags
   e.movStore(rcx, rsp, RSP);
+  if (e.functionTraceOp)
+    e.movAbsLoad(rdx, e.functionTraceOp); // load the ftrace_ops into the 3rd parameter
   e.lea(rcx, rsp, 0);
   e.label("ftrace_regs_call");
   e.call("ftrace_stub");
@@ -263,6 +282,7 @@ void returnToHandler(Emitter &e) {
 
 AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
   Emitter e(arch, request.base);
+  e.functionTraceOp = request.functionTraceOp;
   ftraceCaller(e, request.flavour);
   ftraceRegsCaller(e, request.flavour);
   ftraceGraphCaller(e, request.flavour);
@@ -299,6 +319,7 @@ public:
     args.parentIp = cpu.reg(UC_X86_REG_RSI);
     args.parentSlot = cpu.reg(UC_X86_REG_RSI);
     args.regs = cpu.reg(UC_X86_REG_RCX);
+    args.op = cpu.reg(UC_X86_REG_RDX);
     std::uint8_t cs[8] = {};
     args.fullRegs = cpu.readMemory(args.regs + CS, cs) && cs[0] == kKernelCs;
     return args;

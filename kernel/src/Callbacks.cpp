@@ -42,13 +42,13 @@ void Kernel::bindHypercalls() {
   const arch::TrampolineCode &code = trampolines_->code();
   if (code.listFuncWalkStub) {
     // The read of ftrace_ops_list, one event before the walk (Trampolines.h).
-    machine_->setHypercall(code.listFuncStub, [this](arch::GuestContext &cpu) {
+    machine_->setHypercall(code.listFuncTrap, [this](arch::GuestContext &cpu) {
       listReads_[taskKey(cpu)] = {now(), core_->opsList()};
     });
     machine_->setHypercall(code.listFuncWalkStub,
                            [this](arch::GuestContext &cpu) { listWalk(cpu); });
   } else {
-    machine_->setHypercall(code.listFuncStub, [this](arch::GuestContext &cpu) {
+    machine_->setHypercall(code.listFuncTrap, [this](arch::GuestContext &cpu) {
       traceCallback(cpu, {model::TraceFunction::Kind::ListFunc, nullptr});
     });
   }
@@ -93,6 +93,17 @@ void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &
       {now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs, function.describe()});
   model::CallSite site{
       args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
+  // The op the trampoline loaded from function_trace_op before its ftrace_call.
+  if (auto it = opsAt_.find(args.op); it != opsAt_.end())
+    site.op = it->second;
+  // ftrace_call calls one ops' func (directly or through ftrace_ops_assist_func, which calls the
+  // func of the op it is passed): with any other op it runs the wrong callback or the right one
+  // with the wrong data.
+  const bool single = function.kind == model::TraceFunction::Kind::OpsFunc ||
+                      function.kind == model::TraceFunction::Kind::AssistFunc;
+  if (single && function.ops && site.op && site.op != function.ops && config_.machine.keepLog)
+    opMismatches_.push_back(
+        {now(), cpu.cpu(), cpu.task(), args.ip, function.ops->name, site.op->name});
   current_ = &cpu;
   currentRegs_ = args.regs;
   if (list)
@@ -125,6 +136,30 @@ void Kernel::listWalk(arch::GuestContext &cpu) {
 }
 
 void Kernel::freeOps(const model::FtraceOps &ops) { freedOps_[&ops] = now(); }
+
+std::uint64_t Kernel::guestOps(model::FtraceOps &ops) {
+  auto it = opsAddress_.find(&ops);
+  if (it != opsAddress_.end())
+    return it->second;
+  const unsigned word = image_.arch->wordSize();
+  const std::uint64_t addr = ftraceData_ + word * (1 + opsAddress_.size());
+  if (addr + word > ftraceData_ + 0x1000)
+    FTSIM_PANIC("more ftrace_ops than guest words for them");
+  opsAddress_[&ops] = addr;
+  opsAt_[addr] = &ops;
+  return addr;
+}
+
+// function_trace_op = op, in guest memory (inside the publication's event).
+void Kernel::setFunctionTraceOp(model::FtraceOps &op) {
+  const std::uint64_t value = guestOps(op);
+  const unsigned n = image_.arch->wordSize();
+  std::uint8_t b[8] = {};
+  for (unsigned i = 0; i < n; ++i)
+    b[i] = static_cast<std::uint8_t>(
+        value >> (image_.arch->endian() == arch::Endian::Little ? 8 * i : 8 * (n - 1 - i)));
+  machine_->pokeData(ftraceData_, std::span<const std::uint8_t>(b, n));
+}
 
 // The stack of the task in a callback: regs->sp is the traced function's stack pointer at its
 // call site. Return addresses are the words that point just after a call instruction in text

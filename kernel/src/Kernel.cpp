@@ -33,6 +33,7 @@ Kernel::Kernel(arch::Image image, KernelConfig config)
   mapTrampolines(trampolineBase);
   makePatcher();
   makeCore();
+  setFunctionTraceOp(*core_->functionTraceOp()); // &ftrace_list_end
   bootFtrace();
   if (rulePort_)
     rulePort_->setLive(true); // from here on other CPUs run the text
@@ -76,6 +77,14 @@ int Kernel::addWorkload(std::string_view name, unsigned cpu, std::uint64_t seed)
   if (!entry || !entry->function)
     fatal("{}: no workload '{}' (workloads: sched, mm, fs, boot, mixed, tight)", image_.name, name);
   return machine_->addTask({symbol, cpu, entry->addr, seed});
+}
+
+int Kernel::addIdleWorkload(std::string_view name, unsigned cpu, std::uint64_t seed) {
+  const std::string symbol = fmt::format("workload_{}", name);
+  const arch::ImageSymbol *entry = image_.findSymbol(symbol);
+  if (!entry || !entry->function)
+    fatal("{}: no workload '{}' (workloads: sched, mm, fs, boot, mixed, tight)", image_.name, name);
+  return machine_->addTask({fmt::format("swapper/{}", cpu), cpu, entry->addr, seed, true});
 }
 
 void Kernel::patcher(std::function<void(Kernel &)> body) {

@@ -13,6 +13,7 @@ namespace {
 
 // Modules near kernel text: the per-ops trampoline area ends this far below the fixed trampolines.
 constexpr std::uint64_t kNearModuleGap = 0x100000;
+constexpr std::uint64_t kFtraceDataSize = 0x1000;
 
 } // namespace
 
@@ -50,6 +51,14 @@ void Kernel::mapTrampolines(std::uint64_t base) {
   request.base = base;
   request.flavour = flavour_;
   request.splitListFunction = config_.splitListFunction;
+  // ftrace's data the trampolines load: function_trace_op, then one word per ops it can point at
+  // (the ops' guest address; Kernel::guestOps).
+  ftraceData_ = base - kFtraceDataSize;
+  // Not a watched data range: a fast-mode run whose first instruction is a watched access stops
+  // without advancing pc (Unicorn 2.0), and the kernel and trampoline harnesses explore without
+  // DPOR reduction, so the load needs no footprint.
+  machine_->mapData(ftraceData_, kFtraceDataSize);
+  request.functionTraceOp = ftraceData_;
   trampolines_ = arch::makeFtraceTrampolines(*image_.arch, request);
   const arch::TrampolineCode &code = trampolines_->code();
   machine_->mapText(code.base, code.bytes);
@@ -126,6 +135,7 @@ void Kernel::makeCore() {
   ftrace.patcher = patcher_.get();
   ftrace.port = rulePort_ ? static_cast<arch::MachinePort *>(rulePort_.get()) : syncPort_.get();
   ftrace.freePolicy = config_.freePolicy;
+  ftrace.functionTraceOpChanged = [this](model::FtraceOps &op) { setFunctionTraceOp(op); };
   if (config_.opsTrampolines)
     enableOpsTrampolines(ftrace);
   ftrace.addresses = {image_.mcountAddr, code.ftraceCaller, code.ftraceRegsCaller};

@@ -88,9 +88,10 @@ void FtraceCore::invoke(const TraceFunction &function, CallSite &site) {
     listFunc(site);
     return;
   case TraceFunction::Kind::OpsFunc:
-    // The trampoline passes function_trace_op, whatever it is at this instant.
+    // The trampoline passes function_trace_op as it loaded it (or, when it did not, whatever it
+    // is at this instant).
     if (function.ops && function.ops->func)
-      function.ops->func(site.ip, site.parentIp, *functionTraceOp_, site.regs);
+      function.ops->func(site.ip, site.parentIp, site.op ? *site.op : *functionTraceOp_, site.regs);
     return;
   case TraceFunction::Kind::AssistFunc:
     if (function.ops)

@@ -52,6 +52,9 @@ void FtraceCore::updateFtraceFunction() {
     setFunctionTraceOp_ = &listEnd_;
     func = {TraceFunction::Kind::ListFunc, nullptr};
   }
+  // Before 405e1d834807 function_trace_op took the new value here, long before ftrace_call.
+  if (pre405e1d834807_ && functionTraceOp_ != setFunctionTraceOp_)
+    publishFunctionTraceOp();
   if (traceFunction_ == func)
     return;
   // With dynamic ftrace the new function takes effect when ftrace_modify_all_code() patches
@@ -210,9 +213,12 @@ void FtraceCore::checkRecordsCleared() {
 void FtraceCore::waitAndFreeTrampoline(FtraceOps &ops) {
   if (!ops.has(OpsFlag::Dynamic))
     return;
-  if (config_.freePolicy.free != TrampolineFree::Immediate)
+  const TrampolineFree free = config_.freePolicy.free;
+  // synchronize_rcu_tasks_rude() is schedule_on_each_cpu() (kernel/rcu/tasks.h, 6.1 and 6.12).
+  if (free == TrampolineFree::SchedSync || free == TrampolineFree::Rude ||
+      free == TrampolineFree::RcuTasks)
     config_.port->scheduleOnEachCpu();
-  if (config_.freePolicy.free == TrampolineFree::RcuTasks)
+  if (free == TrampolineFree::RcuTasks || free == TrampolineFree::RcuTasksClassic)
     config_.port->synchronizeRcuTasks();
   freeTrampoline(ops);
 }

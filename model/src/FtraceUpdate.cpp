@@ -45,8 +45,8 @@ void FtraceCore::modifyAllCode(unsigned command) {
       replaceCode(false);
     if (disabled_ || !update)
       return;
-    if (traceFunction_.kind != TraceFunction::Kind::ListFunc) {
-      config_.port->publish("function_trace_op", [&] { functionTraceOp_ = setFunctionTraceOp_; });
+    if (traceFunction_.kind != TraceFunction::Kind::ListFunc && !pre405e1d834807_) {
+      publishFunctionTraceOp();
       config_.port->syncCores();
     }
     if (!updateFtraceFunc(traceFunction_))
@@ -75,11 +75,22 @@ void FtraceCore::modifyAllCode(unsigned command) {
   if (disabled_)
     return;
   if (update && traceFunction_.kind != TraceFunction::Kind::ListFunc) {
-    config_.port->publish("function_trace_op", [&] { functionTraceOp_ = setFunctionTraceOp_; });
-    config_.port->syncCores(); // smp_call_function(ftrace_sync_ipi): every CPU sees the op
+    if (!pre405e1d834807_) { // before 405e1d834807 update_ftrace_function() had set it already
+      publishFunctionTraceOp();
+      config_.port->syncCores(); // smp_call_function(ftrace_sync_ipi): every CPU sees the op
+    }
     if (!updateFtraceFunc(traceFunction_))
       kill();
   }
+}
+
+// function_trace_op = set_function_trace_op, as one publication.
+void FtraceCore::publishFunctionTraceOp() {
+  config_.port->publish("function_trace_op", [this] {
+    functionTraceOp_ = setFunctionTraceOp_;
+    if (config_.functionTraceOpChanged)
+      config_.functionTraceOpChanged(*functionTraceOp_);
+  });
 }
 
 // ftrace_replace_code(): verify every site first (arch/x86/kernel/ftrace.c), then hand each

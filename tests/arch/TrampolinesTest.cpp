@@ -81,7 +81,8 @@ TEST(X86Trampolines, PatchableSitesAreFiveByteCallsAndJumpsToFtraceStub) {
               std::string::npos);
     // Every host callback is a hypercall stub: int3, then ret.
     std::vector<std::uint64_t> stubs = code.callbackStubs;
-    stubs.insert(stubs.end(), {code.listFuncStub, code.prepareReturnStub, code.returnHandlerStub});
+    stubs.insert(stubs.end(), {code.listFuncTrap, code.prepareReturnStub, code.returnHandlerStub});
+    EXPECT_EQ(code.listFuncTrap, code.listFuncStub);
     for (std::uint64_t stub : stubs) {
       EXPECT_EQ(l.byAddress.at(stub).text, "int3");
       EXPECT_EQ(l.byAddress.at(stub + 1).text, "retq");

@@ -172,7 +172,12 @@ TEST(CliEngineScenario, AMinimisedEngineCounterexampleIsTensOfDecisionsAndReplay
   EXPECT_TRUE(has(check.out, "deviating from the continuation, which follows them")) << check.out;
   const nlohmann::json j = nlohmann::json::parse(readFile(cex));
   EXPECT_EQ(j.at("then"), "continue");
-  EXPECT_LE(j.at("choices").size(), 60u);
+  // Tens of decisions deviate from the continuation (the file holds the continuation's decisions
+  // up to the violation, which on the 3.13 profile comes late).
+  const std::size_t at = check.out.find(" deviating from the continuation");
+  ASSERT_NE(at, std::string::npos) << check.out;
+  const std::size_t from = check.out.rfind('(', at);
+  EXPECT_LE(std::stoul(check.out.substr(from + 1, at - from - 1)), 60u) << check.out;
   EXPECT_GE(j.at("choices").size(), 1u);
   const CommandRun replay = runFtsim("replay " + cex);
   EXPECT_EQ(replay.status, 1) << replay.out;

@@ -144,7 +144,7 @@ TEST_P(Ftracetest, FuncProfiler) {
         sleep();
         everything = fs.read("trace");
       },
-      2); // two rounds of workloads: some still run after the extra grace period
+      2, 1); // two rounds of workloads, one grace period per sleep: some still run at the end
   auto notSchedule = [](const std::string &l) {
     return !comment(l) && l.find("schedule") == std::string::npos;
   };

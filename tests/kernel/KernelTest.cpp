@@ -224,3 +224,80 @@ TEST(KernelProfile, LinuxProfileSetsProtocolOrderAndFreeing) {
 
 } // namespace
 } // namespace ftsim::kernel
+
+namespace ftsim::kernel {
+namespace {
+
+// ftrace_caller loads function_trace_op into its third argument as guest code: with one static
+// ops, ftrace_call calls its func directly and every call sees that ops in %rdx.
+TEST(FunctionTraceOp, TheTrampolineLoadsItIntoTheThirdArgument) {
+  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
+  auto k = testing::bootKernel("x86_64-fentry", testing::fastConfig(2));
+  model::FtraceOps a("static_ops_a",
+                     [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {});
+  k->core().setFilter(a, "posix_cpu_timer_set", true);
+  k->core().registerFunction(a);
+  EXPECT_EQ(k->core().traceFunction().kind, model::TraceFunction::Kind::OpsFunc);
+  k->addWorkload("timers", 1, 1);
+  sim::RoundRobinScheduler rr;
+  const sim::RunResult r = k->run(rr, 200000);
+  if (r.status != sim::RunResult::Status::Completed) {
+    const auto events = k->machine().events();
+    for (std::size_t i = events.size() > 40 ? events.size() - 40 : 0; i < events.size(); ++i)
+      ADD_FAILURE() << sim::formatEvent(events[i]) << " " << k->symbolName(events[i].pc, true);
+  }
+  ASSERT_EQ(r.status, sim::RunResult::Status::Completed);
+  EXPECT_EQ(k->callbacks().size(), 16u);
+  EXPECT_TRUE(k->opMismatches().empty());
+}
+
+} // namespace
+} // namespace ftsim::kernel
+
+namespace ftsim::kernel {
+namespace {
+
+// 405e1d834807: before it, registering a second ops set function_trace_op (to ftrace_list_end) at
+// once, while ftrace_call still called the first ops' func. A CPU that runs ftrace_caller in that
+// window loads the new op and passes it to the old function. The schedule is pinned: the patcher
+// runs until it publishes function_trace_op (before the fix: its first event), then CPU 1 runs.
+TEST(FunctionTraceOp, Before405e1d834807TheOldFunctionCanGetTheNewOp) {
+  FTSIM_REQUIRE_IMAGE("x86_64-fentry");
+  for (bool pre : {true, false}) {
+    auto k = testing::bootKernel("x86_64-fentry", testing::fastConfig(2));
+    auto noop = [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {};
+    model::FtraceOps a("static_ops_a", noop), b("static_ops_b", noop);
+    k->core().setFilter(a, "posix_cpu_timer_set", true);
+    k->core().setFilter(b, "posix_cpu_timer_set", true);
+    k->core().setPre405e1d834807(pre);
+    k->core().registerFunction(a);
+    k->addWorkload("timers", 1, 1);
+    k->patcher([&b](Kernel &kk) { kk.core().registerFunction(b); });
+    sim::FunctionScheduler sched([&](const sim::Machine &m, const sim::DecisionPoint &p) {
+      bool published = false;
+      for (const sim::EventRecord &e : m.events())
+        published = published || (e.kind == sim::EventKind::Publish &&
+                                  m.publishName(e.detail) == "function_trace_op");
+      for (std::uint32_t i = 0; i < p.options; ++i) {
+        const bool patcher = p.events[i].kind == sim::EventKind::Store ||
+                             p.events[i].kind == sim::EventKind::Publish;
+        const bool cpu1 = p.events[i].cpu == 1 && p.events[i].kind != sim::EventKind::Ipi;
+        if (published ? cpu1 : patcher)
+          return i;
+      }
+      return 0u;
+    });
+    ASSERT_EQ(k->run(sched, 400000).status, sim::RunResult::Status::Completed) << pre;
+    EXPECT_EQ(k->machine().task(0).state, sim::TaskState::Exited);
+    if (pre) {
+      ASSERT_FALSE(k->opMismatches().empty());
+      EXPECT_EQ(k->opMismatches()[0].function, "static_ops_a");
+      EXPECT_EQ(k->opMismatches()[0].op, "ftrace_list_end");
+    } else {
+      EXPECT_TRUE(k->opMismatches().empty()) << k->opMismatches()[0].op;
+    }
+  }
+}
+
+} // namespace
+} // namespace ftsim::kernel

@@ -38,8 +38,11 @@ Scenario trampolineScenario(const CheckRequest &r) {
   if (r.trampScenario) {
     if (*r.trampScenario == "ops-uaf-no-sync")
       s.trampoline.variant = TrampolineVariant::OpsUafNoSync;
+    else if (*r.trampScenario == "idle-tramp-free")
+      s.trampoline.variant = TrampolineVariant::IdleTrampFree;
     else if (*r.trampScenario != "tramp-free-preempted")
-      fatal("--tramp-scenario '{}' (known: tramp-free-preempted, ops-uaf-no-sync)",
+      fatal("--tramp-scenario '{}' (known: tramp-free-preempted, ops-uaf-no-sync, "
+            "idle-tramp-free)",
             *r.trampScenario);
   }
   s.name = fmt::format("{}-{}-{}", s.arch, trampolineVariantName(s.trampoline.variant),

@@ -34,8 +34,11 @@ bool dependent(const EventRecord &a, const EventRecord &b) {
              (o.fetchSize && overlap(p.storeAddr, p.storeSize, o.fetchAddr, o.fetchSize));
     case EventKind::Publish:
       // A publication that is a data access of the patcher's own guest code (publishAccess())
-      // conflicts with another CPU's access to the same bytes when either writes.
-      return o.sharedRead || (p.dataSize && o.dataSize && (p.dataWrite || o.dataWrite) &&
+      // conflicts with another CPU's access to the same bytes when either writes; one without a
+      // footprint may write any watched guest data (function_trace_op).
+      if (!p.dataSize)
+        return o.sharedRead || o.dataSize;
+      return o.sharedRead || (o.dataSize && (p.dataWrite || o.dataWrite) &&
                               overlap(p.dataAddr, p.dataSize, o.dataAddr, o.dataSize));
     case EventKind::Free:
       return o.fetchSize && overlap(p.storeAddr, p.detail, o.fetchAddr, o.fetchSize);

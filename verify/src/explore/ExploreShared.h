@@ -46,9 +46,11 @@ inline bool serialises(const EventRecord &e) {
   return e.outcome == sim::StepOutcome::TrapHandled || e.outcome == sim::StepOutcome::Serialised;
 }
 
-// A CPU event whose position relative to an IPI of the same CPU can matter.
+// A CPU event whose position relative to an IPI of the same CPU can matter (one that turns
+// interrupts on or off also enables or disables that IPI).
 inline bool touchesCpuState(const EventRecord &e) {
   return e.kind == EventKind::FetchLine || e.fetchSize || e.sharedRead || e.dataSize ||
+         e.regionChange ||
          (e.outcome != sim::StepOutcome::None && e.outcome != sim::StepOutcome::WatchedStop);
 }
 

@@ -59,8 +59,13 @@ void TrampolineHarness::setUp(bool withPatcher) {
   ops_.clear();
   kernel_ = std::make_unique<Kernel>(arch::loadImage(imagePath_), config);
   Kernel &kernel = *kernel_;
-  kernel.addWorkload("timers", 1, 1);
-  kernel.addWorkload("timers", 1, 2);
+  if (spec.variant == TrampolineVariant::IdleTrampFree) {
+    // CPU 1 runs only its idle task, whose loop calls the traced function.
+    kernel.addIdleWorkload("timers", 1, 1);
+  } else {
+    kernel.addWorkload("timers", 1, 1);
+    kernel.addWorkload("timers", 1, 2);
+  }
   // kmalloc'ed ops (FTRACE_OPS_FL_DYNAMIC), like perf's or a kprobe's.
   for (unsigned i = 0; i < (uaf ? 2u : 1u); ++i) {
     ops_.push_back(std::make_unique<model::FtraceOps>(
@@ -92,22 +97,28 @@ void TrampolineHarness::setUp(bool withPatcher) {
     // until a task calls the function again, so the unregistration races a call that is inside
     // the trampoline. (How soon a call follows the end of the grace period depends on the ISA's
     // code: on ppc32 the next call comes too late for the round-robin schedule otherwise.)
-    std::uint64_t scanned = k.now();
-    for (int i = 0; sleep && i < 100000; ++i) {
-      bool called = false;
-      const auto events = k.machine().events();
-      for (; scanned < events.size(); ++scanned)
-        called =
-            called || (events[scanned].kind == sim::EventKind::Step && events[scanned].pc == site_);
-      if (called)
-        break;
-      k.machine().publish("sleep", [] {});
-    }
+    sleepUntilCall(k, sleep);
     for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
       k.core().unregisterFunction(**it);
       k.freeOps(**it); // the owner's kfree()
     }
   });
+}
+
+// Sleep (one no-op publication at a time, the tasks running meanwhile) until a task calls the
+// traced function.
+void TrampolineHarness::sleepUntilCall(Kernel &k, bool sleep) const {
+  std::uint64_t scanned = k.now();
+  for (int i = 0; sleep && i < 100000; ++i) {
+    bool called = false;
+    const auto events = k.machine().events();
+    for (; scanned < events.size(); ++scanned)
+      called =
+          called || (events[scanned].kind == sim::EventKind::Step && events[scanned].pc == site_);
+    if (called)
+      break;
+    k.machine().publish("sleep", [] {});
+  }
 }
 
 sim::RunResult TrampolineHarness::runExecution(sim::Scheduler &scheduler,
@@ -143,10 +154,14 @@ OracleList TrampolineHarness::kindOracles() const {
 }
 
 std::string TrampolineHarness::describeSetup() const {
+  const bool idle = scenario_.trampoline.variant == TrampolineVariant::IdleTrampFree;
   return fmt::format(
-      "{} CPUs (patcher on cpu0), 2 tasks on cpu1 x 16 calls, fast mode quantum 64 "
+      "{} CPUs (patcher on cpu0), {} x 16 calls, fast mode quantum 64 "
       "(trampolines and patched sites stepped per instruction){}",
       scenario_.cpus,
+      idle ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
+             "does not wait for it)"
+           : "2 tasks on cpu1",
       sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "");
 }
 

@@ -196,7 +196,15 @@ std::string_view codeKindName(CodeKind kind) {
 }
 
 std::string_view trampolineVariantName(TrampolineVariant v) {
-  return v == TrampolineVariant::TrampFreePreempted ? "tramp-free-preempted" : "ops-uaf-no-sync";
+  switch (v) {
+  case TrampolineVariant::TrampFreePreempted:
+    return "tramp-free-preempted";
+  case TrampolineVariant::OpsUafNoSync:
+    return "ops-uaf-no-sync";
+  case TrampolineVariant::IdleTrampFree:
+    return "idle-tramp-free";
+  }
+  return "?";
 }
 
 std::string Scenario::explorer() const {

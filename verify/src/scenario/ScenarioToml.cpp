@@ -228,9 +228,12 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
       t.variant = TrampolineVariant::TrampFreePreempted;
     else if (*v == "ops-uaf-no-sync")
       t.variant = TrampolineVariant::OpsUafNoSync;
+    else if (*v == "idle-tramp-free")
+      t.variant = TrampolineVariant::IdleTrampFree;
     else
-      fatal("{}: trampoline.variant = '{}' (known: tramp-free-preempted, ops-uaf-no-sync)", origin,
-            *v);
+      fatal("{}: trampoline.variant = '{}' (known: tramp-free-preempted, ops-uaf-no-sync, "
+            "idle-tramp-free)",
+            origin, *v);
   }
   if (auto v = r.string("free"))
     t.free = *v;

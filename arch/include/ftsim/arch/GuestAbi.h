@@ -32,6 +32,14 @@ struct GuestAbi {
   bool (*serialising)(const std::uint8_t *bytes);
   // At a function's first instruction: where it returns to (x86: the word at sp; powerpc: LR).
   std::uint64_t (*returnAddress)(const GuestAbi &abi, GuestContext &ctx);
+  // Interrupt-off and non-preemptible regions (sim/README.md, "Regions"). The register holding the
+  // interrupt-enable bit and that bit: x86 EFLAGS.IF (0x200, cli/sti/popf), powerpc MSR[EE]
+  // (0x8000, mtmsr). The register pointing at the running task's thread area, whose first 32-bit
+  // word (ISA byte order) is its preempt count: x86 the GS base (`incl %gs:0`, as Linux's
+  // `incl %gs:__preempt_count`), powerpc r2 (Linux's `current`; `lwz r9,0(r2)`).
+  int irqFlagsReg;
+  std::uint64_t irqEnableBit;
+  int threadReg;
 };
 
 } // namespace ftsim::arch

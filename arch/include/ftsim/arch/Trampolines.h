@@ -35,6 +35,11 @@ struct TrampolineRequest {
   // ftrace_ops_list_func as a read of ftrace_ops_list and a walk, one event apart
   // (TrampolineCode::listFuncWalkStub); false: one hypercall does both.
   bool splitListFunction = false;
+  // The guest address of function_trace_op (a pointer-sized data word): ftrace_caller and
+  // ftrace_regs_caller load it into the third argument register before ftrace_call, as Linux's
+  // do (x86 `movq function_trace_op, %rdx`, ppc32 `lis r5,..@ha; lwz r5,..@l(r5)`). 0: not loaded
+  // (the argument register holds whatever it held).
+  std::uint64_t functionTraceOp = 0;
 };
 
 struct TrampolineCode {
@@ -52,7 +57,8 @@ struct TrampolineCode {
   std::uint64_t returnToHandler = 0;
   // Hypercall stubs: the list function, prepare_ftrace_return, ftrace_return_to_handler, and a
   // pool of stubs the integration assigns to distinct trace functions (ops->func, assist func).
-  std::uint64_t listFuncStub = 0;
+  std::uint64_t listFuncStub = 0; // the entry (what ftrace_call calls)
+  std::uint64_t listFuncTrap = 0; // its (first) hypercall
   // The second half of ftrace_ops_list_func when it is split in two hypercalls: the first reads
   // ftrace_ops_list (rcu_dereference), this one walks the ops it read and calls them. One event
   // apart, so a patcher can unlink and free an ops in between (0e792b89e680). 0: not split.
@@ -84,6 +90,7 @@ struct CallbackArgs {
   std::uint64_t parentSlot = 0; // prepare_ftrace_return: where the parent return address lives
   std::uint64_t regs = 0;       // pt_regs on the guest stack (ftrace_regs_caller's 4th argument)
   bool fullRegs = false;        // regs is a full pt_regs (CS set, as in ftrace_regs_caller)
+  std::uint64_t op = 0;         // the third argument: function_trace_op as the trampoline loaded it
 };
 
 class FtraceTrampolines {

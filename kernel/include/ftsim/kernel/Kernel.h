@@ -105,6 +105,17 @@ struct OpsUseAfterFree {
   std::uint64_t freedEvent = 0; // when the owner freed it
 };
 
+// A trace function called with an op other than its own: ftrace_call called ops A's func while
+// the op the trampoline had loaded from function_trace_op was another (405e1d834807).
+struct OpMismatch {
+  std::uint64_t event = 0; // the callback
+  unsigned cpu = 0;
+  int task = -1;
+  std::uint64_t ip = 0;
+  std::string function; // whose func ftrace_call called
+  std::string op;       // the op it was passed
+};
+
 // A live per-ops trampoline (kallsyms: "ftrace_trampoline").
 struct OpsTrampoline {
   std::uint64_t addr = 0;
@@ -158,6 +169,10 @@ public:
   // A task running workload_<name>(seed) on `cpu` ("sched", "mm", "fs", "boot", "mixed",
   // "tight"). FatalError for an unknown workload.
   int addWorkload(std::string_view name, unsigned cpu, std::uint64_t seed);
+  // The same workload as `cpu`'s idle task ("swapper/<cpu>", sim::TaskSpec::idle): an idle loop
+  // that runs traced code, runs with preemption disabled, schedules through ftsim_hc_schedule, and
+  // is not waited for by RCU-tasks.
+  int addIdleWorkload(std::string_view name, unsigned cpu, std::uint64_t seed);
   // Run `body` as the machine's patcher (tracefs writes inside it are scheduled events).
   void patcher(std::function<void(Kernel &)> body);
   sim::RunResult run(sim::Scheduler &scheduler, std::uint64_t maxEvents = UINT64_MAX);
@@ -176,6 +191,12 @@ public:
   // list function walking it is a use-after-free, reported in opsUseAfterFree().
   void freeOps(const model::FtraceOps &ops);
   const std::vector<OpsUseAfterFree> &opsUseAfterFree() const { return opsUseAfterFree_; }
+  // Every call of an ops' func with another op (empty when the machine keeps no log).
+  const std::vector<OpMismatch> &opMismatches() const { return opMismatches_; }
+  // function_trace_op's guest address (what ftrace_caller loads into its third argument) and the
+  // guest address standing for `ops` (the value function_trace_op holds when it points at it).
+  std::uint64_t functionTraceOpAddress() const { return ftraceData_; }
+  std::uint64_t guestOps(model::FtraceOps &ops);
   // Every ops trampoline allocated so far (freed ones too: memory is never reused).
   const std::vector<OpsTrampoline> &opsTrampolines() const { return opsTrampolines_; }
   // The per-ops trampoline a site calls now, from its bytes (0: none).
@@ -212,6 +233,7 @@ private:
   void traceCallback(arch::GuestContext &cpu, const model::TraceFunction &function,
                      const std::vector<model::FtraceOps *> *list = nullptr);
   void listWalk(arch::GuestContext &cpu);
+  void setFunctionTraceOp(model::FtraceOps &op);
   void prepareReturn(arch::GuestContext &cpu);
   void returnToHandler(arch::GuestContext &cpu);
   model::StackSample sampleStack(std::uint64_t ip);
@@ -256,6 +278,10 @@ private:
   std::map<std::int64_t, ListRead> listReads_; // per task: the ops list its list function read
   std::map<const model::FtraceOps *, std::uint64_t> freedOps_; // -> event of the free
   std::vector<OpsUseAfterFree> opsUseAfterFree_;
+  std::vector<OpMismatch> opMismatches_;
+  std::uint64_t ftraceData_ = 0; // function_trace_op, then ops words
+  std::map<const model::FtraceOps *, std::uint64_t> opsAddress_;
+  std::map<std::uint64_t, model::FtraceOps *> opsAt_;
   std::map<std::int64_t, std::vector<ReturnFrame>> retStacks_; // per task: current->ret_stack
   bool watching_ = false; // watchPatchSites() was called: new trampolines extend the legal states
   arch::GuestContext *current_ = nullptr; // the CPU inside a callback

@@ -68,6 +68,9 @@ struct FtraceConfig {
   // When ftrace_shutdown() frees a DYNAMIC ops' trampoline (and lets its owner free the ops).
   TrampolineFreePolicy freePolicy;
   GraphCallSite graphCall;
+  // Called inside the publication that sets function_trace_op (the same event), so an
+  // integration can store it where its trampolines load it.
+  std::function<void(FtraceOps &)> functionTraceOpChanged;
 };
 
 struct BootOptions {
@@ -112,6 +115,9 @@ struct CallSite {
   std::uint64_t parentIp = 0;         // the traced function's return address
   arch::GuestContext *regs = nullptr; // full pt_regs (ftrace_regs_caller) or nullptr
   ExecutionContext context;
+  // The op the trampoline passed (function_trace_op as it loaded it, before ftrace_call);
+  // nullptr: function_trace_op at the instant of the call.
+  FtraceOps *op = nullptr;
 };
 
 class FtraceCore {
@@ -200,6 +206,12 @@ public:
   // function. For the list-to-single-race scenario only; false (today's order) by default.
   void setPre59338f754a55Order(bool enabled) { pre59338f754a55_ = enabled; }
   bool pre59338f754a55Order() const { return pre59338f754a55_; }
+  // The engine as it was before 405e1d834807 ("ftrace: Synchronize setting function_trace_op with
+  // ftrace_trace_function", v3.14): update_ftrace_function() sets function_trace_op at once,
+  // before ftrace_modify_all_code() switches ftrace_call, so a CPU can load the new op and call
+  // the old function with it. false (today's: set_function_trace_op published in
+  // ftrace_modify_all_code(), then an IPI, then ftrace_call) by default.
+  void setPre405e1d834807(bool enabled) { pre405e1d834807_ = enabled; }
 
   // Commands of ftrace_run_update_code()
   static constexpr unsigned UpdateCalls = 1u << 0;     // FTRACE_UPDATE_CALLS
@@ -266,6 +278,8 @@ private:
   int startUp_ = 0; // ftrace_start_up
   bool ftraceEnabled_ = true;
   bool pre59338f754a55_ = false;
+  bool pre405e1d834807_ = false;
+  void publishFunctionTraceOp();
   bool disabled_ = false; // ftrace_disabled
   bool booted_ = false;
   std::optional<std::uint64_t> maxMcountOffset_;

@@ -16,7 +16,18 @@
 //               use allocated trampolines")
 //   rcu-tasks   then synchronize_rcu_tasks(): every task has passed a voluntary schedule, user
 //               mode or idle since the unhook; a preempted task holds the grace period
-//               (0598e4f08e3d, "Add use of synchronize_rcu_tasks() with dynamic trampolines")
+//               (0598e4f08e3d, "Add use of synchronize_rcu_tasks() with dynamic trampolines").
+//               Today's ftrace_shutdown() (Linux 6.1, 6.12): synchronize_rcu_tasks_rude(), then
+//               synchronize_rcu_tasks() on a PREEMPTION kernel (always in 6.12)
+//
+// Two more, to show what each flavour is for:
+//
+//   rude               synchronize_rcu_tasks_rude() alone (schedule_on_each_cpu(), the same wait
+//                      as sched-sync): what a !PREEMPTION 6.1 kernel does. Not enough for a
+//                      trampoline a preempted task is on
+//   rcu-tasks-classic  synchronize_rcu_tasks() alone: does not wait for idle tasks (Linux's
+//                      rcu_tasks_pertask() skips is_idle_task()), so an idle task still on the
+//                      trampoline is missed — why ftrace calls the rude flavour too
 //
 // And the 2022 use-after-free: when unregistering an ops changes no code (another identical ops
 // keeps every site as it was, and the trace function stays the list function), ftrace_shutdown()
@@ -40,7 +51,7 @@ public:
   virtual void updateTrampoline(FtraceOps &ops) = 0;
 };
 
-enum class TrampolineFree { Immediate, SchedSync, RcuTasks };
+enum class TrampolineFree { Immediate, SchedSync, RcuTasks, Rude, RcuTasksClassic };
 
 struct TrampolineFreePolicy {
   TrampolineFree free = TrampolineFree::RcuTasks;
@@ -56,6 +67,10 @@ inline std::string_view trampolineFreeName(TrampolineFree free) {
     return "sched-sync";
   case TrampolineFree::RcuTasks:
     return "rcu-tasks";
+  case TrampolineFree::Rude:
+    return "rude";
+  case TrampolineFree::RcuTasksClassic:
+    return "rcu-tasks-classic";
   }
   return "?";
 }
@@ -63,10 +78,13 @@ inline std::string_view trampolineFreeName(TrampolineFree free) {
 // FatalError naming the known variants.
 inline TrampolineFree parseTrampolineFree(std::string_view name) {
   for (TrampolineFree f :
-       {TrampolineFree::Immediate, TrampolineFree::SchedSync, TrampolineFree::RcuTasks})
+       {TrampolineFree::Immediate, TrampolineFree::SchedSync, TrampolineFree::RcuTasks,
+        TrampolineFree::Rude, TrampolineFree::RcuTasksClassic})
     if (trampolineFreeName(f) == name)
       return f;
-  fatal("unknown trampoline free variant '{}' (known: immediate, sched-sync, rcu-tasks)", name);
+  fatal("unknown trampoline free variant '{}' (known: immediate, sched-sync, rcu-tasks, rude, "
+        "rcu-tasks-classic)",
+        name);
 }
 
 } // namespace ftsim::model

@@ -16,7 +16,8 @@ enum class EventKind : std::uint8_t {
   FetchLine, // line fetch model: the first line of an instruction that may straddle two lines
   Run,       // fast mode: a CPU runs freely up to the quantum, stopping before watched code
   Ipi,       // an IPI of syncCores() is taken by one CPU at an instruction boundary (serialises)
-  Preempt,   // a timer interrupt preempts the running task (NOT a quiescent state; serialises)
+  Preempt,   // a timer interrupt: preempts the running task, or inside a non-preemptible region
+             // returns to it (NOT a quiescent state; serialises)
   Store,     // the patcher performs one atomic store into text
   Publish,   // the patcher publishes engine state that guest-side handlers read
   // Notes: host actions recorded in the log without a scheduling decision.
@@ -61,6 +62,7 @@ struct EventRecord {
   std::uint64_t pc = 0;      // Step/Run/FetchLine: pc before; Ipi/Preempt: pc at the boundary
   std::uint64_t pcAfter = 0; // Step/Run: pc after
   std::uint64_t detail = 0;  // Exit: result; TrapHandled: trap address; Publish: name id;
+                             // Preempt: 1 when the interrupt returned to the same task;
                              // Alloc/Free: size
   std::uint64_t fetchAddr = 0;
   std::uint64_t storeAddr = 0;
@@ -70,7 +72,12 @@ struct EventRecord {
   std::uint8_t dataSize = 0;
   bool dataWrite = false;
   bool sharedRead = false;
-  std::uint8_t byteCount = 0; // valid entries of `bytes`
+  // Step/Run/Preempt: the CPU's preempt count or interrupt flag differs after the event (then
+  // preemptCount and irqsOff are the new state): it changes which Ipi/Preempt events are enabled.
+  bool regionChange = false;
+  bool irqsOff = false;
+  std::uint8_t preemptCount = 0; // saturated at 255
+  std::uint8_t byteCount = 0;    // valid entries of `bytes`
   std::uint8_t bytes[16] = {};
 };
 

@@ -112,6 +112,9 @@ public:
   // Write text immediately into canonical memory and every view: boot-time patching, or
   // trampoline code written before anyone can fetch it. Not an event.
   void pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes);
+  // Write guest data at once (not an event): what host code running inside an event (a
+  // publication's write, a hypercall) stores into guest-visible variables. FatalError outside data.
+  void pokeData(std::uint64_t addr, std::span<const std::uint8_t> bytes);
 
   // --- The patcher
   // -------------------------------------------------------------------------------- Start `body`
@@ -139,6 +142,12 @@ public:
   std::uint64_t pc(unsigned cpu) const;
   std::uint64_t reg(unsigned cpu, int ucRegId) const;
   std::uint64_t steppedInstructions() const; // instructions executed by Step events
+  // Regions (sim/README.md): whether `cpu` takes interrupts now (its task's EFLAGS.IF / MSR[EE];
+  // a CPU without a task does), its task's preempt count, and whether a timer interrupt may
+  // preempt it (interrupts on and preempt count 0).
+  bool interruptsEnabled(unsigned cpu) const;
+  std::uint32_t preemptCount(unsigned cpu) const;
+  bool preemptible(unsigned cpu) const;
   // What `cpu` would fetch now from its instruction view (not a fetch: no event, no decision).
   arch::Bytes viewBytes(unsigned cpu, std::uint64_t addr, std::size_t size) const;
 
@@ -173,10 +182,11 @@ public:
   void spinUntilChanged(std::uint64_t addr, std::uint32_t size);
   std::vector<HostMemory> hostMemory() const;
 
-  // --- Interrupts (x86 IF): while a CPU has them disabled it takes no IPI; the IPI stays pending
-  // until they are enabled again. Enabled at construction and by restore() of an earlier state.
+  // --- Interrupts held off by the machine (an exception entry running a kernel handler with IF
+  // clear): while set the CPU takes no IPI or timer interrupt, whatever its task's registers say
+  // (interruptsEnabled() above says both); the IPI stays pending. Cleared at construction and by
+  // restore() of an earlier state.
   void setInterruptsEnabled(unsigned cpu, bool enabled);
-  bool interruptsEnabled(unsigned cpu) const;
   void setTrapHandler(arch::TrapHandler handler) override;
   void setHypercall(std::uint64_t stubAddress, arch::Hypercall callback) override;
 

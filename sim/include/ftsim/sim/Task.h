@@ -18,6 +18,11 @@ struct TaskSpec {
   unsigned cpu = 0;
   std::uint64_t entry = 0;
   std::uint64_t arg = 0;
+  // An idle task (the CPU's idle loop): it starts with preempt count 1, as Linux's idle tasks run
+  // with preemption disabled, and RCU-tasks (synchronizeRcuTasks) does not wait for it, as
+  // rcu_tasks_pertask() skips is_idle_task(). It gives its CPU away through the idle or schedule
+  // hypercall.
+  bool idle = false;
 };
 
 struct TaskInfo {
@@ -27,6 +32,10 @@ struct TaskInfo {
   TaskState state = TaskState::Runnable;
   std::uint64_t result = 0;
   std::uint64_t stackTop = 0;
+  bool idle = false;
+  // Its thread area (the lowest bytes of its stack mapping, like a 4.x thread_info): the first
+  // 32-bit word is its preempt count. GuestAbi::threadReg points here while the task runs.
+  std::uint64_t threadArea = 0;
 };
 
 std::string_view taskStateName(TaskState state);

@@ -164,8 +164,8 @@ std::string explorerNames(); // "exhaustive, rr-bounded, deviation-bounded, pct,
 
 ExploreResult explore(Harness &harness, const ExploreOptions &options);
 
-// Minimisation: fewest decisions, then fewest preemptions, then fewest events, never more
-// preemptions or events than `found`. A schedule is seen as its deviations: the decisions whose
+// Minimisation: fewest preemptions, then fewest events, then fewest decisions; never more
+// preemptions than `found` (fewer preemptions may need a later violation: more events). A schedule is seen as its deviations: the decisions whose
 // answer differs from the continuation (Counterexample::continues). Delta debugging (Zeller and
 // Hildebrandt, TSE 2002: ddmin) over the deviations made up to the violating event (all of them
 // if those alone do not show it) finds a 1-minimal set that still shows a violation of the same

@@ -16,6 +16,14 @@
 // and the list function. Unregistering the second changes no code; the owner frees it as soon as
 // unregister returns. The list function reads ftrace_ops_list and walks it one event later:
 // walking the freed ops is an ops use-after-free (trampoline-lifetime).
+// The list function runs with preemption disabled (as Linux's), so synchronize_rcu_tasks_rude()
+// (free = "rude": a schedule on each CPU) is enough to wait for every walk in progress.
+//
+// idle-tramp-free: as tramp-free-preempted, but CPU 1 runs only its idle task (sim::TaskSpec::idle:
+// preempt count 1, not waited for by RCU-tasks), whose loop calls posix_cpu_timer_set and schedules
+// after every 4th call. synchronize_rcu_tasks() alone (free = "rcu-tasks-classic") frees the
+// trampoline while the idle task may be on it; ftrace's synchronize_rcu_tasks_rude() first
+// (free = "rcu-tasks") waits for the idle loop to schedule.
 //
 // Explored by default with the rr-bounded explorer (Explore.h): every schedule that deviates from
 // round robin at most `bounds.preemptions` times — by a timer preemption when the scenario has
@@ -55,6 +63,7 @@ public:
 
 private:
   void setUp(bool withPatcher);
+  void sleepUntilCall(::ftsim::kernel::Kernel &k, bool sleep) const;
 
   void annotateTrampolineVisits();
 

@@ -85,9 +85,9 @@
 //   kind = "trampoline"
 //   image = "x86_64-fentry"
 //   [trampoline]
-//   variant = "tramp-free-preempted"   # tramp-free-preempted | ops-uaf-no-sync
-//   free = "rcu-tasks"                 # immediate | sched-sync | rcu-tasks
-//   sync_when_unchanged = true         # false: before 0e792b89e680
+//   variant = "tramp-free-preempted"   # tramp-free-preempted | ops-uaf-no-sync | idle-tramp-free
+//   free = "rcu-tasks"                 # immediate | sched-sync | rcu-tasks | rude |
+//   rcu-tasks-classic sync_when_unchanged = true         # false: before 0e792b89e680
 //   sleep_until_call = true            # default: the ISA's (on for ppc32)
 
 #include "ftsim/arch/Arch.h"
@@ -159,12 +159,12 @@ struct EngineSpec {
   bool operator==(const EngineSpec &) const = default;
 };
 
-enum class TrampolineVariant { TrampFreePreempted, OpsUafNoSync };
+enum class TrampolineVariant { TrampFreePreempted, OpsUafNoSync, IdleTrampFree };
 std::string_view trampolineVariantName(TrampolineVariant v); // "tramp-free-preempted", ...
 
 struct TrampolineSpec {
   TrampolineVariant variant = TrampolineVariant::TrampFreePreempted;
-  std::string free = "rcu-tasks"; // model::parseTrampolineFree: immediate, sched-sync, rcu-tasks
+  std::string free = "rcu-tasks"; // model::parseTrampolineFree (OpsTrampolines.h)
   bool syncWhenUnchanged = true;
   std::optional<bool> sleepUntilCall; // nullopt: the ISA's default
   bool operator==(const TrampolineSpec &) const = default;

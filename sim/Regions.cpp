@@ -1,0 +1,75 @@
+// Interrupt-off and non-preemptible regions (sim/README.md, "Regions"): guest-visible state of the
+// running task — its interrupt-enable bit (x86 EFLAGS.IF, powerpc MSR[EE]) and the preempt count
+// at the start of its thread area — which decides whether a CPU may be preempted (a timer
+// interrupt: interrupts on and count 0) and whether it takes a pending IPI (interrupts on).
+
+#include "MachineImpl.h"
+
+#include "ftsim/arch/Error.h"
+
+#include <algorithm>
+
+namespace ftsim::sim {
+
+namespace {
+
+std::uint8_t *hostOf(std::vector<DataRegion> &data, std::uint64_t addr) {
+  for (DataRegion &r : data)
+    if (addr - r.base < r.size && r.size - (addr - r.base) >= 4)
+      return r.memory.get() + (addr - r.base);
+  FTSIM_PANIC("thread area {:#x} is not mapped", addr);
+}
+
+} // namespace
+
+std::uint32_t Machine::Impl::readPreemptCount(int task) {
+  if (threadHost.size() <= static_cast<std::size_t>(task))
+    threadHost.resize(task + 1, nullptr);
+  std::uint8_t *&host = threadHost[task];
+  if (!host)
+    host = hostOf(data, state.tasks[task].info.threadArea);
+  std::uint32_t v = 0;
+  for (unsigned i = 0; i < 4; ++i)
+    v |= std::uint32_t{host[i]} << (arch.endian() == arch::Endian::Little ? 8 * i : 8 * (3 - i));
+  return v;
+}
+
+void Machine::Impl::writePreemptCount(int task, std::uint32_t count) {
+  std::uint8_t *host = hostOf(data, state.tasks[task].info.threadArea);
+  for (unsigned i = 0; i < 4; ++i)
+    host[i] = static_cast<std::uint8_t>(
+        count >> (arch.endian() == arch::Endian::Little ? 8 * i : 8 * (3 - i)));
+}
+
+void Machine::Impl::refreshRegions(unsigned cpu) {
+  CpuState &cs = state.cpus[cpu];
+  if (cs.current < 0) {
+    cs.irqsOn = true;
+    cs.preemptCount = 0;
+    return;
+  }
+  cs.irqsOn = (readReg(cpu, abi.irqFlagsReg) & abi.irqEnableBit) != 0;
+  cs.preemptCount = readPreemptCount(cs.current);
+}
+
+void Machine::Impl::noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore,
+                                     std::uint32_t countBefore) {
+  const CpuState &cs = state.cpus[cpu];
+  if (cs.irqsOn == irqsBefore && cs.preemptCount == countBefore)
+    return;
+  rec.regionChange = true;
+  rec.irqsOff = !cs.irqsOn;
+  rec.preemptCount = static_cast<std::uint8_t>(std::min<std::uint32_t>(cs.preemptCount, 255));
+}
+
+bool Machine::preemptible(unsigned cpu) const { return impl_->state.cpus.at(cpu).preemptible(); }
+
+bool Machine::interruptsEnabled(unsigned cpu) const {
+  return impl_->state.cpus.at(cpu).takesInterrupts();
+}
+
+std::uint32_t Machine::preemptCount(unsigned cpu) const {
+  return impl_->state.cpus.at(cpu).preemptCount;
+}
+
+} // namespace ftsim::sim
