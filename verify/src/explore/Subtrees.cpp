@@ -308,10 +308,18 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
     std::vector<SubtreeResult> batch;
     batch.swap(fresh);
     const bool over = active == 0;
+    const bool failed = static_cast<bool>(failure);
     lock.unlock();
     for (SubtreeResult &r : batch) {
-      if (hooks.finished && !failure)
-        hooks.finished(r);
+      try {
+        if (hooks.finished && !failed)
+          hooks.finished(r); // a checkpoint that cannot be written stops every worker
+      } catch (...) {
+        std::lock_guard guard(mutex);
+        if (!failure)
+          failure = std::current_exception();
+        lowerStop(0);
+      }
       sizes.push_back(r.stats.executions);
       results[r.index] = std::move(r);
     }
@@ -320,15 +328,23 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
     if (o.progress) {
       ExploreStats p;
       p.executions = before + running.load();
+      p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       p.subtrees = plan.count;
       p.subtreesResumed = resumed;
       p.estimatedExecutions = estimateExecutions(static_cast<std::uint32_t>(order.size()), sizes);
+      if (!sizes.empty()) {
+        // Never below what is known: the executions so far (the running subtrees' included)
+        // plus the mean finished size for every subtree no worker has started.
+        const std::size_t started = std::min(cursor.load(), todo.size());
+        const std::uint64_t known =
+            p.executions + (todo.size() - started) * (p.estimatedExecutions / order.size());
+        p.estimatedExecutions = std::max(p.estimatedExecutions, known);
+      }
       const std::uint64_t now = running.load();
       if (p.estimatedExecutions && now && p.seconds > 0)
         p.etaSeconds = static_cast<double>(p.estimatedExecutions -
                                            std::min(p.estimatedExecutions, p.executions)) *
                        p.seconds / static_cast<double>(now);
-      p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       o.progress(p);
     }
     lock.lock();

@@ -101,7 +101,10 @@ private:
 // depth-first order, so results do not change), so the finished ones are a uniform sample of the
 // roots: Knuth's estimator (a random probe's branching product), with the probe's random descent
 // stopped at the frontier, weighted count / (roots at the frontier), and the subtree below it
-// counted exactly — count x the mean of the finished sizes. 0 before any subtree finished.
+// counted exactly — count x the mean of the finished sizes. 0 before any subtree finished. The
+// progress line shows the larger of this and what is already known (the executions so far, the
+// running subtrees' included, plus the mean for each subtree not started): the subtrees' sizes are
+// heavy-tailed, and the large ones finish last.
 std::uint64_t estimateExecutions(std::uint32_t count, const std::vector<std::uint64_t> &finished);
 // The order in which workers take the subtrees of `plan` (a permutation of 0..count-1).
 std::vector<std::uint32_t> searchOrder(const SubtreePlan &plan);
