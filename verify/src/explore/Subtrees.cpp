@@ -293,7 +293,6 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
     FTSIM_PANIC("--jobs {} without a way to build the workers' harnesses", jobs);
   active = jobs;
   std::vector<std::thread> threads;
-  threads.emplace_back(work, &x.harness());
   for (unsigned w = 1; w < jobs; ++w)
     threads.emplace_back(work, nullptr);
 
@@ -301,57 +300,62 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   std::uint64_t before = 0;
   for (const auto &[i, r] : results)
     before += r.stats.executions;
-  std::unique_lock lock(mutex);
-  while (true) {
-    changed.wait_for(lock, std::min(o.progressEvery, std::chrono::milliseconds(1000)),
-                     [&] { return !fresh.empty() || active == 0; });
-    std::vector<SubtreeResult> batch;
-    batch.swap(fresh);
-    const bool over = active == 0;
-    const bool failed = static_cast<bool>(failure);
-    lock.unlock();
-    for (SubtreeResult &r : batch) {
-      try {
-        if (hooks.finished && !failed)
-          hooks.finished(r); // a checkpoint that cannot be written stops every worker
-      } catch (...) {
-        std::lock_guard guard(mutex);
-        if (!failure)
-          failure = std::current_exception();
-        lowerStop(0);
+  // The coordination (results, hooks, progress) on a thread of its own, so that the first worker
+  // runs on this thread: every engine is used only by the thread that created it.
+  std::thread coordinator([&] {
+    std::unique_lock lock(mutex);
+    while (true) {
+      changed.wait_for(lock, std::min(o.progressEvery, std::chrono::milliseconds(1000)),
+                       [&] { return !fresh.empty() || active == 0; });
+      std::vector<SubtreeResult> batch;
+      batch.swap(fresh);
+      const bool over = active == 0;
+      const bool failed = static_cast<bool>(failure);
+      lock.unlock();
+      for (SubtreeResult &r : batch) {
+        try {
+          if (hooks.finished && !failed)
+            hooks.finished(r); // a checkpoint that cannot be written stops every worker
+        } catch (...) {
+          std::lock_guard guard(mutex);
+          if (!failure)
+            failure = std::current_exception();
+          lowerStop(0);
+        }
+        sizes.push_back(r.stats.executions);
+        results[r.index] = std::move(r);
       }
-      sizes.push_back(r.stats.executions);
-      results[r.index] = std::move(r);
-    }
-    if (auto s = stopIndex(order, results, o))
-      lowerStop(*s);
-    if (o.progress) {
-      ExploreStats p;
-      p.executions = before + running.load();
-      p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      p.subtrees = plan.count;
-      p.subtreesResumed = resumed;
-      p.estimatedExecutions = estimateExecutions(static_cast<std::uint32_t>(order.size()), sizes);
-      if (!sizes.empty()) {
-        // Never below what is known: the executions so far (the running subtrees' included)
-        // plus the mean finished size for every subtree no worker has started.
-        const std::size_t started = std::min(cursor.load(), todo.size());
-        const std::uint64_t known =
-            p.executions + (todo.size() - started) * (p.estimatedExecutions / order.size());
-        p.estimatedExecutions = std::max(p.estimatedExecutions, known);
+      if (auto s = stopIndex(order, results, o))
+        lowerStop(*s);
+      if (o.progress) {
+        ExploreStats p;
+        p.executions = before + running.load();
+        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        p.subtrees = plan.count;
+        p.subtreesResumed = resumed;
+        p.estimatedExecutions = estimateExecutions(static_cast<std::uint32_t>(order.size()), sizes);
+        if (!sizes.empty()) {
+          // Never below what is known: the executions so far (the running subtrees' included)
+          // plus the mean finished size for every subtree no worker has started.
+          const std::size_t started = std::min(cursor.load(), todo.size());
+          const std::uint64_t known =
+              p.executions + (todo.size() - started) * (p.estimatedExecutions / order.size());
+          p.estimatedExecutions = std::max(p.estimatedExecutions, known);
+        }
+        const std::uint64_t now = running.load();
+        if (p.estimatedExecutions && now && p.seconds > 0)
+          p.etaSeconds = static_cast<double>(p.estimatedExecutions -
+                                             std::min(p.estimatedExecutions, p.executions)) *
+                         p.seconds / static_cast<double>(now);
+        o.progress(p);
       }
-      const std::uint64_t now = running.load();
-      if (p.estimatedExecutions && now && p.seconds > 0)
-        p.etaSeconds = static_cast<double>(p.estimatedExecutions -
-                                           std::min(p.estimatedExecutions, p.executions)) *
-                       p.seconds / static_cast<double>(now);
-      o.progress(p);
+      lock.lock();
+      if (over && fresh.empty())
+        break;
     }
-    lock.lock();
-    if (over && fresh.empty())
-      break;
-  }
-  lock.unlock();
+  });
+  work(&x.harness());
+  coordinator.join();
   for (std::thread &t : threads)
     t.join();
   if (failure)

@@ -57,9 +57,12 @@ CheckReport coordinate(Harness &harness, const ExploreOptions &o, const SubtreeR
   std::exception_ptr failure;
   std::thread local([&] {
     try {
+      // An engine of its own, made on this thread: every engine is used only by its creator.
+      std::unique_ptr<Harness> own = o.newHarness ? o.newHarness() : nullptr;
+      const SubtreeRunner mine(own ? *own : harness, runner);
       for (std::int64_t i; (i = take()) != kNoMore;) {
         const auto index = static_cast<std::uint32_t>(i);
-        SubtreeResult r = runner.run(index, [&] { return index > stopAfter.load(); });
+        SubtreeResult r = mine.run(index, [&] { return index > stopAfter.load(); });
         if (index <= stopAfter.load())
           keep(std::move(r));
       }
