@@ -7,12 +7,20 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/check/CheckRequest.h"
+#ifdef FTSIM_HAVE_MPI
+#include "ftsim/verify/check/MpiCheck.h"
+#endif
+#include "ftsim/verify/check/SplitCheck.h"
+#include "ftsim/verify/explore/SubtreeFiles.h"
+#include "ftsim/verify/harness/Harness.h"
 #include "ftsim/verify/replay/Replay.h"
 #include "ftsim/verify/replay/Timeline.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 namespace ftsim::cli {
 namespace {
@@ -23,30 +31,152 @@ struct CheckFlags {
   std::string chrome;
   bool json = false;
   bool quiet = false;
+  bool progress = false;
+  std::vector<std::string> split; // N DIR
+  std::string subtree, out, checkpoint, resume;
+  std::optional<double> checkpointEvery;
 };
 
+unsigned defaultJobs() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// --split N DIR: the job files of the tree, nothing searched.
+void writeSplit(const CheckFlags &f, const verify::Scenario &s, verify::ExploreOptions eo,
+                CommandResult &result) {
+  unsigned files = 0;
+  try {
+    std::size_t used = 0;
+    const unsigned long n = std::stoul(f.split[0], &used);
+    if (used != f.split[0].size() || n == 0 || n > 100000)
+      throw std::invalid_argument("range");
+    files = static_cast<unsigned>(n);
+  } catch (const std::exception &) {
+    fatal("--split {}: the number of files must be 1 to 100000", f.split[0]);
+  }
+  if (eo.subtrees == 0)
+    fatal("--split with --subtrees 0: one tree cannot be split");
+  eo.subtrees = std::max(eo.subtrees, files);
+  auto harness = verify::makeHarness(s, harnessEnv());
+  const verify::SubtreePlan plan = verify::planSubtrees(*harness, eo);
+  const auto paths = verify::writeSplitFiles(verify::splitTreeOf(s, eo, plan), files, f.split[1]);
+  fmt::print("ftsim check: {} subtrees below depth {} in {} files in {}{}\n"
+             "run each: ftsim check --subtree FILE; then: ftsim merge {}\n",
+             plan.count, plan.depth, paths.size(), f.split[1],
+             paths.size() < files ? " (the tree has fewer subtrees than files)" : "", f.split[1]);
+  result.exitCode = 0;
+}
+
+// --subtree FILE: search the file's subtrees, write their result file.
+void runSubtree(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
+  for (const CLI::Option *opt : cmd->get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() && name != "--subtree" && name != "--jobs" && name != "--out" &&
+        name != "--quiet")
+      fatal("--subtree {}: the file holds the scenario and the bounds; {} does not apply",
+            f.subtree, name);
+  }
+  const verify::SubtreeJob job = verify::loadSubtreeJob(f.subtree);
+  const std::string out = f.out.empty() ? verify::resultPathOf(f.subtree) : f.out;
+  checkWritable(out, "--out");
+  const verify::Scenario s = job.tree.scenario;
+  auto harness = verify::makeHarness(s, harnessEnv());
+  const verify::SubtreeResults r =
+      verify::runSubtreeJob(job, *harness, f.request.jobs.value_or(defaultJobs()),
+                            [s] { return verify::makeHarness(s, harnessEnv()); });
+  verify::writeFileAtomically(out, verify::subtreeResultsJson(r));
+  std::uint64_t executions = 0, violating = 0;
+  for (const auto &[i, one] : r.results) {
+    executions += one.stats.executions;
+    violating += one.violatingExecutions;
+  }
+  fmt::print("ftsim check: {} of {} subtrees searched ({} executions, {} violating); results in "
+             "{}; the verdict: ftsim merge DIR\n",
+             r.results.size(), job.tree.plan.count, executions, violating, out);
+  result.exitCode = 0;
+}
+
 void progressLine(const verify::ExploreStats &st) {
-  std::fprintf(stderr, "\rftsim check: %llu executions, %llu pruned, %llu states, %.0f s",
-               static_cast<unsigned long long>(st.executions),
-               static_cast<unsigned long long>(st.pruned),
-               static_cast<unsigned long long>(st.distinctStates), st.seconds);
+  if (st.subtrees == 0) {
+    std::fprintf(stderr, "\rftsim check: %llu executions, %llu pruned, %llu states, %.0f s",
+                 static_cast<unsigned long long>(st.executions),
+                 static_cast<unsigned long long>(st.pruned),
+                 static_cast<unsigned long long>(st.distinctStates), st.seconds);
+  } else if (st.estimatedExecutions == 0) {
+    std::fprintf(stderr, "\rftsim check: %llu executions, %llu subtrees, %.0f s",
+                 static_cast<unsigned long long>(st.executions),
+                 static_cast<unsigned long long>(st.subtrees), st.seconds);
+  } else {
+    std::fprintf(stderr,
+                 "\rftsim check: %llu executions of about %llu (estimate), %.0f s, ETA %.0f s  ",
+                 static_cast<unsigned long long>(st.executions),
+                 static_cast<unsigned long long>(st.estimatedExecutions), st.seconds,
+                 st.etaSeconds < 0 ? 0.0 : st.etaSeconds);
+  }
   std::fflush(stderr);
 }
 
-void run(const CheckFlags &f, CommandResult &result) {
+void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
+  if (!f.subtree.empty())
+    return runSubtree(f, cmd, result);
+  if (!f.out.empty())
+    fatal("--out {}: only with --subtree FILE", f.out);
   verify::CheckRequest request = f.request;
   request.scenarioFile = resolveScenarioPath(request.scenarioFile);
   const verify::Scenario s = verify::buildCheckScenario(request);
   verify::ExploreOptions eo = verify::buildExploreOptions(s, request);
+  if (!f.split.empty())
+    return writeSplit(f, s, eo, result);
   if (!f.cex.empty())
     checkWritable(f.cex, "--cex");
   if (!f.chrome.empty())
     checkWritable(f.chrome, "--chrome");
-  if (showProgress(f.quiet))
+  if (f.progress && f.quiet)
+    fatal("--progress and --quiet: choose one");
+  if (f.progress || showProgress(f.quiet))
     eo.progress = progressLine;
+  std::shared_ptr<verify::SubtreeHooks> hooks;
+  if (!f.checkpoint.empty() || !f.resume.empty() || f.checkpointEvery) {
+    if (eo.subtrees == 0)
+      fatal("--checkpoint and --resume save and load subtrees: not with --subtrees 0 or {}",
+            eo.explorer);
+    verify::CheckpointOptions cp;
+    cp.resumeFrom = f.resume;
+    cp.path = f.checkpoint.empty() ? f.resume : f.checkpoint;
+    if (cp.path.empty())
+      fatal("--checkpoint-every without --checkpoint FILE");
+    checkWritable(cp.path, "--checkpoint");
+    if (f.checkpointEvery) {
+      if (!(*f.checkpointEvery > 0 && *f.checkpointEvery <= 1e6))
+        fatal("--checkpoint-every {}: use a number of seconds above 0", *f.checkpointEvery);
+      cp.every = std::chrono::milliseconds(static_cast<long long>(*f.checkpointEvery * 1000));
+    }
+    hooks = verify::checkpointHooks(s, eo, cp);
+    eo.subtreeHooks = hooks.get();
+  }
+  eo.newHarness = [s] { return verify::makeHarness(s, harnessEnv()); };
   auto harness = verify::makeHarness(s, harnessEnv());
+#ifdef FTSIM_HAVE_MPI
+  if (verify::underMpirun()) {
+    if (hooks)
+      fatal("under mpirun: --checkpoint and --resume are for one process");
+    eo.progress = nullptr;
+    const std::optional<verify::CheckReport> r = verify::mpiCheck(*harness, eo);
+    if (r) // rank 0 prints the one result
+      printCheck(*harness, eo, *r, ReportFlags{f.cex, f.chrome, f.json, true}, result);
+    return;
+  }
+#endif
   const verify::CheckReport r = verify::check(*harness, eo);
-  if (showProgress(f.quiet) && r.result.stats.seconds >= 1.0)
+  printCheck(*harness, eo, r,
+             ReportFlags{f.cex, f.chrome, f.json, !(f.progress || showProgress(f.quiet))}, result);
+}
+
+} // namespace
+
+void printCheck(verify::Harness &h, const verify::ExploreOptions &eo, const verify::CheckReport &r,
+                const ReportFlags &f, CommandResult &result) {
+  const verify::Scenario &s = h.scenario();
+  verify::Harness *harness = &h;
+  if (!f.quiet && r.result.stats.seconds >= 1.0) // end the progress line
     std::fprintf(stderr, "\n");
   std::string path;
   if (r.minimised) {
@@ -62,8 +192,6 @@ void run(const CheckFlags &f, CommandResult &result) {
                           : verify::formatCheck(*harness, r, path));
   result.exitCode = verify::exitStatus(r.verdict);
 }
-
-} // namespace
 
 void addCheckCommand(CLI::App &app, CommandResult &result) {
   auto *cmd = app.add_subcommand(
@@ -94,6 +222,12 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
   optionalFlag(cmd, "--transition", r.transition, "nop-to-call, call-to-nop or call-to-call");
   cmd->add_flag("--preemption", r.preemption, "two tasks per CPU and timer preemption");
   optionalFlag(cmd, "--max-executions", r.maxExecutions, "exhaustive: execution budget");
+  optionalFlag(cmd, "--jobs", r.jobs,
+               "exhaustive: worker threads (default: the machine's cores); the results do not "
+               "depend on it");
+  optionalFlag(cmd, "--subtrees", r.subtrees,
+               "exhaustive: split the tree at the first depth with at least N subtrees (default "
+               "64; 0: one tree, one thread)");
   cmd->add_option(
       "--cex", f->cex,
       "where to write the replay file (default: ftsim-cex.json in the working directory, or "
@@ -101,6 +235,9 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
   cmd->add_flag("--json", f->json, "machine-readable result on stdout (no times)");
   cmd->add_flag("--naive", r.naive, "exhaustive without reduction (to measure DPOR)");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
+  cmd->add_flag("--progress", f->progress,
+                "progress (and, for split trees, the estimate and ETA) on stderr even when it is "
+                "not a terminal");
   optionalFlag(cmd, "--tramp-free", r.trampFree,
                "trampoline scenarios: when a dynamic ops' trampoline is freed: immediate, "
                "sched-sync, rcu-tasks, rude, rcu-tasks-classic");
@@ -122,7 +259,21 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                 "with --kernel/--kernel-tree: a kprobe-like int3 on the second traced function, "
                 "which the batch does not own (poke_int3_handler sees it first, as in Linux)");
   cmd->add_option("--chrome", f->chrome, "write the counterexample's Chrome trace-event JSON");
-  cmd->callback([f, &result] { run(*f, result); });
+  cmd->add_option("--split", f->split,
+                  "write the tree's subtrees as N job files in DIR (nothing is searched)")
+      ->expected(2)
+      ->type_name("N DIR");
+  cmd->add_option("--subtree", f->subtree,
+                  "search the subtrees of a job file of --split; writes FILE's .result.json");
+  cmd->add_option("--out", f->out, "--subtree: where to write the result file");
+  cmd->add_option("--checkpoint", f->checkpoint,
+                  "save the searched subtrees to FILE (atomically) every --checkpoint-every s");
+  optionalFlag(cmd, "--checkpoint-every", f->checkpointEvery,
+               "seconds between checkpoints (default 60)");
+  cmd->add_option("--resume", f->resume,
+                  "resume from a checkpoint FILE: its subtrees are not searched again (and the "
+                  "checkpoint goes on in FILE unless --checkpoint says elsewhere)");
+  cmd->callback([f, cmd, &result] { run(*f, cmd, result); });
 }
 
 } // namespace ftsim::cli

@@ -15,7 +15,10 @@ class Arch;
 
 namespace ftsim::verify {
 struct HarnessEnv;
-}
+class Harness;
+struct ExploreOptions;
+struct CheckReport;
+} // namespace ftsim::verify
 
 namespace ftsim::cli {
 
@@ -35,6 +38,17 @@ void addFlagsCommand(CLI::App &app, CommandResult &result);
 void addTraceCommand(CLI::App &app, CommandResult &result);
 void addFuzzCommand(CLI::App &app, CommandResult &result);
 void addReproCommand(CLI::App &app, CommandResult &result);
+void addMergeCommand(CLI::App &app, CommandResult &result);
+
+// How `check` and `merge` print a check report: the counterexample's replay file (--cex, or a
+// fresh ftsim-cex.json) and Chrome trace, then the report as text or JSON; sets the exit status.
+struct ReportFlags {
+  std::string cex, chrome;
+  bool json = false;
+  bool quiet = false; // no progress line was shown (none to end)
+};
+void printCheck(verify::Harness &harness, const verify::ExploreOptions &options,
+                const verify::CheckReport &report, const ReportFlags &flags, CommandResult &result);
 
 // An option that sets `into` only when given (so "not given" and any value stay apart).
 template <typename T>

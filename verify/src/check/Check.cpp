@@ -27,6 +27,17 @@ std::string coverageText(const Harness &h, const ExploreOptions &o, const Explor
                      st.executions, st.eventLimitHits, explorer.method(h, o));
 }
 
+// How a split tree was searched (Subtrees.h); "" for one tree.
+std::string splitLine(const ExploreStats &st) {
+  if (st.subtrees == 0)
+    return {};
+  std::string out = fmt::format("  split: {} subtrees below depth {} (sleep sets only above it)",
+                                st.subtrees, st.frontierDepth);
+  if (st.subtreesResumed)
+    out += fmt::format("; {} resumed from the checkpoint, not searched again", st.subtreesResumed);
+  return out + "\n";
+}
+
 } // namespace
 
 ExploreOptions exploreOptionsFor(const Scenario &s) {
@@ -41,8 +52,12 @@ ExploreOptions exploreOptionsFor(const Scenario &s) {
 }
 
 CheckReport check(Harness &harness, const ExploreOptions &options) {
+  return concludeCheck(harness, options, explore(harness, options));
+}
+
+CheckReport concludeCheck(Harness &harness, const ExploreOptions &options, ExploreResult result) {
   CheckReport report;
-  report.result = explore(harness, options);
+  report.result = std::move(result);
   const Scenario &s = harness.scenario();
   report.coverage = coverageText(harness, options, report.result);
   report.models = fmt::format("store {}, fetch {}, max_events {}", sim::storeModelName(s.store),
@@ -80,10 +95,13 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
       out += fmt::format("  nothing is proven: {}\n", r.incomplete);
     out += fmt::format("  models: {}\n", r.models);
     out += fmt::format("  linux: {}\n", describeScenarioProfile(h.scenario()));
-    out += fmt::format("executions {}, sleep-set blocked {}, pruned branches {}, bound cuts {}, "
-                       "distinct final states {}, {:.2f} s ({:.0f} executions/s)\n",
-                       st.executions, st.sleepBlocked, st.pruned, st.boundCuts, st.distinctStates,
-                       st.seconds, st.executions / std::max(st.seconds, 1e-9));
+    out += fmt::format("executions {} (complete {}, sleep-set blocked {}, cut at the event limit "
+                       "{}), pruned branches {}, bound cuts {}, distinct final states {}, {:.2f} s "
+                       "({:.0f} executions/s)\n",
+                       st.executions, st.executions - st.sleepBlocked - st.eventLimitHits,
+                       st.sleepBlocked, st.eventLimitHits, st.pruned, st.boundCuts,
+                       st.distinctStates, st.seconds, st.executions / std::max(st.seconds, 1e-9));
+    out += splitLine(st);
     return out;
   }
   const Counterexample &min = *r.minimised, &found = *r.found;
@@ -103,6 +121,7 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
   out += fmt::format("  linux: {}\n", describeScenarioProfile(h.scenario()));
   out += fmt::format("after {} executions ({} violating): {}, {:.2f} s\n", st.executions,
                      r.result.violatingExecutions, r.coverage, st.seconds);
+  out += splitLine(st);
   return out;
 }
 
@@ -137,7 +156,10 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
                 {"events", st.events},
                 {"max_events", st.maxEvents},
                 {"max_preemptions", st.maxPreemptions},
-                {"complete", st.complete}};
+                {"complete", st.complete},
+                {"subtrees", st.subtrees},
+                {"frontier_depth", st.frontierDepth},
+                {"subtrees_resumed", st.subtreesResumed}};
   if (r.minimised) {
     const Counterexample &min = *r.minimised;
     j["oracle"] = min.violation.oracle;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace ftsim::verify {
 namespace {
@@ -190,6 +191,23 @@ ExploreOptions buildExploreOptions(const Scenario &s, const CheckRequest &r) {
   if (r.depth)
     o.pctDepth = *r.depth;
   o.reduction = !r.naive;
+  if (o.explorer != "exhaustive") {
+    if (r.jobs || r.subtrees)
+      fatal("check: --jobs and --subtrees belong to the exhaustive explorer, not to {}",
+            o.explorer);
+    return o;
+  }
+  if (r.jobs && (*r.jobs == 0 || *r.jobs > 1024))
+    fatal("--jobs {}: use 1 to 1024 worker threads", *r.jobs);
+  if (r.subtrees && *r.subtrees > 1000000)
+    fatal("--subtrees {}: at most 1000000", *r.subtrees);
+  // Kernel and trampoline executions boot a kernel each (about 100 times a site execution) and
+  // their published trees are small: the frontier's prefix runs would cost more than they save.
+  o.subtrees = r.subtrees.value_or(s.code == CodeKind::Snippet ? kDefaultSubtrees : 0);
+  if (o.subtrees == 0 && r.jobs && *r.jobs > 1)
+    fatal("--jobs {} with {}: one tree is searched on one thread (give --subtrees N)", *r.jobs,
+          r.subtrees ? "--subtrees 0" : "a kernel or trampoline scenario");
+  o.jobs = o.subtrees == 0 ? 1 : r.jobs.value_or(std::max(1u, std::thread::hardware_concurrency()));
   return o;
 }
 

@@ -39,6 +39,7 @@ FirstCounterexample timeFirst(const Scenario &s, const HarnessEnv &env, const st
     return first;
   }
   options.hashLogs = false;
+  options.jobs = 1; // one core: the figure is a time to the first counterexample per core
   options.wallSeconds = limit;
   auto harness = makeHarness(s, env);
   const ExploreResult r = explore(*harness, options);

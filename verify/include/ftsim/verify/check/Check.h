@@ -30,6 +30,9 @@ ExploreOptions exploreOptionsFor(const Scenario &scenario);
 
 // FatalError when the options do not fit the scenario.
 CheckReport check(Harness &harness, const ExploreOptions &options);
+// The rest of check() once the exploration's `result` is known (from explore(), or merged from
+// subtrees): the verdict, and the first violation minimised and re-checked on `harness`.
+CheckReport concludeCheck(Harness &harness, const ExploreOptions &options, ExploreResult result);
 
 // For people: the verdict line, the bounds and models, the statistics or the counterexample.
 // `replayPath`: where the counterexample's replay file was written ("" for none).

@@ -35,7 +35,16 @@ struct CheckRequest {
   std::optional<std::uint64_t> runs, seed, maxExecutions;
   std::optional<unsigned> depth;
   bool naive = false;
+  // Exhaustive: worker threads (default: the machine's cores) and the split of the tree
+  // (Subtrees.h; default kDefaultSubtrees for site scenarios, 0 for kernel and trampoline ones;
+  // 0: one tree on one thread).
+  std::optional<unsigned> jobs, subtrees;
 };
+
+// The default split of a site scenario's exhaustive tree: enough subtrees to keep a few dozen
+// workers busy when the subtrees' sizes differ, few enough that the sleep-set-only levels above
+// the frontier stay shallow.
+inline constexpr unsigned kDefaultSubtrees = 64;
 
 // The scenario the request names, validated; FatalError naming the flag or file otherwise.
 Scenario buildCheckScenario(const CheckRequest &request);

@@ -71,7 +71,20 @@ struct ExploreStats {
   unsigned maxPreemptions = 0;      // the most preemptions in one execution
   bool complete = false; // exhaustive: every schedule in the bounds was covered (no budget hit)
   double seconds = 0;    // wall clock; printed only in human summaries
+  // A split tree (Subtrees.h): its subtrees, the frontier depth, and how many subtrees came from
+  // a resumed checkpoint instead of being searched again.
+  std::uint64_t subtrees = 0;
+  std::uint64_t frontierDepth = 0;
+  std::uint64_t subtreesResumed = 0;
+  // Progress only (never in results): the estimated executions of the whole search (0: none).
+  std::uint64_t estimatedExecutions = 0;
+  double etaSeconds = -1; // from the estimate and this run's rate (-1: unknown)
+  bool operator==(const ExploreStats &) const = default;
 };
+
+struct SubtreeHooks;
+struct SubtreeResult;
+class Harness;
 
 struct Counterexample {
   Violation violation;
@@ -86,6 +99,7 @@ struct Counterexample {
   unsigned preemptions = 0;
   std::uint64_t events = 0;  // events up to and including the violation's
   std::uint64_t logHash = 0; // FNV-1a of the execution's full logText() (0: not hashed)
+  bool operator==(const Counterexample &) const = default;
 };
 
 struct ExploreOptions {
@@ -105,6 +119,13 @@ struct ExploreOptions {
   // Called every `progressEvery` of wall time with the running stats (stderr progress).
   std::function<void(const ExploreStats &)> progress;
   std::chrono::milliseconds progressEvery{1000};
+  // Exhaustive: split the tree at the first depth with at least `subtrees` subtrees (Subtrees.h;
+  // 0: search it as one tree) and search them on `jobs` threads, each but the first with a harness
+  // of its own from `newHarness`. The results do not depend on `jobs`.
+  unsigned subtrees = 0;
+  unsigned jobs = 1;
+  std::function<std::unique_ptr<Harness>()> newHarness;
+  const SubtreeHooks *subtreeHooks = nullptr; // checkpoints, resumed and partial runs
 };
 
 struct ExploreResult {
@@ -129,6 +150,12 @@ public:
   // Every violating execution goes here first; returns false to stop exploring.
   std::function<bool(const Counterexample &)> onViolation;
   ExploreResult result(bool exhaustive);
+  // Adds a searched subtree's executions, states and counterexample (Subtrees.h).
+  void absorb(const SubtreeResult &subtree);
+  // The distinct final states so far.
+  const std::unordered_set<std::uint64_t> &states() const { return states_; }
+  std::uint64_t violatingExecutions() const { return result_.violatingExecutions; }
+  const std::optional<Counterexample> &counterexample() const { return result_.counterexample; }
 
 private:
   double elapsed() const;

@@ -1,0 +1,115 @@
+// Split trees (Subtrees.h): `--jobs 2` against `--jobs 1` on the same split tree in one run, and
+// the error of the executions estimate after 10% of a search. Run build/tests/verify/
+// ftsim_bench_parallel (wall time: the workers are threads).
+//
+//  jobs/<scenario>:     counters jobs1_s and jobs2_s (medians of alternating runs, wall clock),
+//                       ratio = jobs2_s / jobs1_s, and executions (equal for both, checked).
+//  estimate/<scenario>: estimate_error_pct = (estimate - actual) / actual x 100, the estimate
+//                       taken when the finished subtrees first hold 10% of the executions.
+
+#include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/check/CheckRequest.h"
+#include "ftsim/verify/explore/Explore.h"
+#include "ftsim/verify/explore/Subtrees.h"
+#include "ftsim/verify/harness/SiteHarness.h"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace {
+
+using namespace ftsim;
+
+verify::Scenario scenario(const char *protocol, unsigned cpus, unsigned sites) {
+  verify::Scenario s;
+  s.name = "bench";
+  s.protocol = protocol;
+  s.cpus = cpus;
+  s.sites.assign(sites, verify::Transition::NopToCall);
+  return s;
+}
+
+verify::ExploreOptions options(const verify::Scenario &s, unsigned jobs) {
+  verify::ExploreOptions o = verify::exploreOptionsFor(s);
+  o.subtrees = verify::kDefaultSubtrees;
+  o.jobs = jobs;
+  o.newHarness = [s] { return std::make_unique<verify::SiteHarness>(s); };
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void jobs(benchmark::State &state, verify::Scenario s) {
+  verify::SiteHarness harness(s);
+  std::vector<double> one, two;
+  std::uint64_t executions[2] = {0, 0};
+  for (auto _ : state) {
+    for (unsigned j : {1u, 2u}) {
+      const auto start = std::chrono::steady_clock::now();
+      const verify::ExploreResult r = verify::explore(harness, options(s, j));
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      (j == 1 ? one : two).push_back(secs);
+      executions[j - 1] = r.stats.executions;
+      if (!r.stats.complete)
+        state.SkipWithError("the search did not complete");
+    }
+  }
+  if (executions[0] != executions[1])
+    state.SkipWithError("--jobs 2 ran other executions than --jobs 1");
+  state.counters["executions"] = static_cast<double>(executions[0]);
+  state.counters["jobs1_s"] = median(one);
+  state.counters["jobs2_s"] = median(two);
+  state.counters["ratio"] = median(two) / median(one);
+}
+
+void estimate(benchmark::State &state, verify::Scenario s) {
+  verify::SiteHarness harness(s);
+  double error = 0;
+  for (auto _ : state) {
+    std::vector<std::uint64_t> sizes;
+    std::uint32_t count = 0;
+    verify::SubtreeHooks hooks;
+    hooks.begin = [&](const verify::SubtreePlan &plan, auto &) { count = plan.count; };
+    hooks.finished = [&](const verify::SubtreeResult &r) { sizes.push_back(r.stats.executions); };
+    verify::ExploreOptions o = options(s, 1);
+    o.subtreeHooks = &hooks;
+    const verify::ExploreResult r = verify::explore(harness, o);
+    const auto actual = static_cast<double>(r.stats.executions);
+    std::vector<std::uint64_t> seen;
+    std::uint64_t done = 0;
+    for (std::uint64_t n : sizes) {
+      seen.push_back(n);
+      done += n;
+      if (static_cast<double>(done) >= 0.1 * actual)
+        break;
+    }
+    error = (static_cast<double>(verify::estimateExecutions(count, seen)) - actual) / actual * 100;
+    state.counters["executions"] = actual;
+    state.counters["subtrees_seen"] = static_cast<double>(seen.size());
+  }
+  state.counters["estimate_error_pct"] = error;
+}
+
+BENCHMARK_CAPTURE(jobs, int3_3cpus, scenario("int3", 3, 1))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK_CAPTURE(jobs, int3_2cpus_3sites, scenario("int3", 2, 3))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+BENCHMARK_CAPTURE(estimate, int3_2cpus, scenario("int3", 2, 1))->Iterations(1);
+BENCHMARK_CAPTURE(estimate, int3_2cpus_2sites, scenario("int3", 2, 2))->Iterations(1);
+BENCHMARK_CAPTURE(estimate, int3_2cpus_3sites, scenario("int3", 2, 3))->Iterations(1);
+BENCHMARK_CAPTURE(estimate, int3_3cpus, scenario("int3", 3, 1))->Iterations(1);
+
+} // namespace
+
+BENCHMARK_MAIN();

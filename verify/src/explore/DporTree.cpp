@@ -1,0 +1,343 @@
+// The exhaustive explorer's tree: dependency, the depth-first scheduler, source-DPOR's race
+// analysis, the search of a subtree and the frontier of a split tree (DporTree.h).
+
+#include "DporTree.h"
+
+#include "ftsim/arch/Error.h"
+
+namespace ftsim::verify::detail {
+namespace {
+
+bool overlap(std::uint64_t a, std::uint64_t an, std::uint64_t b, std::uint64_t bn) {
+  return a < b + bn && b < a + an;
+}
+
+bool dependent(const EventRecord &a, const EventRecord &b) {
+  const int pa = processOf(a), pb = processOf(b);
+  if (pa == pb)
+    return true;
+  if (pa == kPatcher || pb == kPatcher) {
+    const EventRecord &p = pa == kPatcher ? a : b;
+    const EventRecord &o = pa == kPatcher ? b : a;
+    if (o.kind == EventKind::Ipi || o.kind == EventKind::Preempt)
+      return true;
+    switch (p.kind) {
+    case EventKind::Store:
+      return o.kind == EventKind::FetchLine || serialises(o) ||
+             (o.fetchSize && overlap(p.storeAddr, p.storeSize, o.fetchAddr, o.fetchSize));
+    case EventKind::Publish:
+      // A publication that is a data access of the patcher's own guest code (publishAccess())
+      // conflicts with another CPU's access to the same bytes when either writes; one without a
+      // footprint may write any watched guest data (function_trace_op).
+      if (!p.dataSize)
+        return o.sharedRead || o.dataSize;
+      return o.sharedRead || (o.dataSize && (p.dataWrite || o.dataWrite) &&
+                              overlap(p.dataAddr, p.dataSize, o.dataAddr, o.dataSize));
+    case EventKind::Free:
+      return o.fetchSize && overlap(p.storeAddr, p.detail, o.fetchAddr, o.fetchSize);
+    default:
+      return false;
+    }
+  }
+  if (a.cpu == b.cpu) {
+    if (a.kind == EventKind::Preempt || b.kind == EventKind::Preempt)
+      return true;
+    if (a.kind == EventKind::Ipi)
+      return touchesCpuState(b);
+    if (b.kind == EventKind::Ipi)
+      return touchesCpuState(a);
+    return true;
+  }
+  return a.dataSize && b.dataSize && (a.dataWrite || b.dataWrite) &&
+         overlap(a.dataAddr, a.dataSize, b.dataAddr, b.dataSize);
+}
+
+// --- Depth-first exploration ---------------------------------------------------------------------
+
+class DfsScheduler final : public sim::Scheduler {
+public:
+  DfsScheduler(std::vector<Node> &stack, const TreeShape &shape, std::size_t stopAt = SIZE_MAX)
+      : stack_(stack), reduction_(shape.reduction), bound_(shape.bound),
+        fullDepth_(shape.fullDepth), stopAt_(stopAt) {}
+
+  std::uint32_t decide(const sim::Machine &machine, const sim::DecisionPoint &point) override {
+    const auto log = machine.events();
+    if (stopped_)
+      return fallback(point, lastProcess(log));
+    if (depth_ < stack_.size()) {
+      Node &node = stack_[depth_++];
+      if (node.kind != point.kind || node.options != point.options)
+        FTSIM_PANIC("exploration replay diverged at decision {}: the machine is not deterministic",
+                    depth_ - 1);
+      if (point.kind == DecisionKind::Event)
+        preemptions_ = node.preemptionsBefore + node.cost(node.chosen);
+      return node.chosen;
+    }
+    if (depth_ >= stopAt_) {
+      atFrontier_ = true; // the frontier: the rest of this execution belongs to the subtree
+      return fallback(point, lastProcess(log));
+    }
+    Node node;
+    node.kind = point.kind;
+    node.options = point.options;
+    node.logSize = log.size();
+    node.backtrack.assign(point.options, false);
+    node.done.assign(point.options, false);
+    if (point.kind == DecisionKind::StaleByte) {
+      node.backtrack.assign(point.options, true);
+      node.done[0] = true;
+      stack_.push_back(std::move(node));
+      ++depth_;
+      return 0;
+    }
+    node.branchEvent.assign(point.options, std::nullopt);
+    for (std::uint32_t i = 0; i < point.options; ++i)
+      node.processes.push_back(processOf(point.events[i]));
+    node.lastProcess = lastProcess(log);
+    node.preemptionsBefore = preemptions_;
+    if (reduction_)
+      node.sleep = inheritedSleep(log);
+    // Non-preemptive default: the process that ran last, else the first awake one.
+    std::optional<std::uint32_t> pick;
+    for (std::uint32_t i = 0; i < point.options && !pick; ++i)
+      if (node.processes[i] == node.lastProcess && !node.asleep(node.processes[i]))
+        pick = i;
+    for (std::uint32_t i = 0; i < point.options && !pick; ++i)
+      if (!node.asleep(node.processes[i]) &&
+          (bound_ < 0 || node.preemptionsBefore + node.cost(i) <= static_cast<unsigned>(bound_)))
+        pick = i;
+    if (!pick) {
+      // Every process that may run is asleep: this execution only repeats explored ones.
+      stopped_ = true;
+      return fallback(point, node.lastProcess);
+    }
+    node.chosen = *pick;
+    node.done[*pick] = true;
+    node.backtrack[*pick] = true;
+    if (!reduction_ || depth_ < fullDepth_)
+      node.backtrack.assign(point.options, true);
+    preemptions_ = node.preemptionsBefore + node.cost(*pick);
+    stack_.push_back(std::move(node));
+    ++depth_;
+    return *pick;
+  }
+
+  bool stopped() const { return stopped_; }
+  bool atFrontier() const { return atFrontier_; }
+  unsigned preemptions() const { return preemptions_; }
+  void allowFinish() { stopped_ = true; }
+
+private:
+  static std::uint32_t fallback(const sim::DecisionPoint &point, int last) {
+    if (point.kind == DecisionKind::Event)
+      for (std::uint32_t i = 0; i < point.options; ++i)
+        if (processOf(point.events[i]) == last)
+          return i;
+    return 0;
+  }
+
+  // The sleep set after the previous event decision's event and every event since: its sleep
+  // set plus its explored alternatives, minus whatever is dependent with what ran.
+  std::vector<SleepEntry> inheritedSleep(std::span<const EventRecord> log) const {
+    const Node *prev = nullptr;
+    for (std::size_t i = depth_; i-- > 0;)
+      if (stack_[i].kind == DecisionKind::Event) {
+        prev = &stack_[i];
+        break;
+      }
+    if (!prev)
+      return {};
+    std::vector<SleepEntry> candidates = prev->sleep;
+    for (std::uint32_t o = 0; o < prev->options; ++o)
+      if (prev->done[o] && o != prev->chosen && prev->branchEvent[o])
+        candidates.push_back({prev->processes[o], *prev->branchEvent[o]});
+    std::vector<SleepEntry> out;
+    const std::size_t from = eventAtOrAfter(log, prev->logSize);
+    for (const SleepEntry &s : candidates) {
+      bool keep = true;
+      for (std::size_t i = from; i < log.size() && keep; ++i)
+        keep = !dependent(s.event, log[i]);
+      if (keep)
+        out.push_back(s);
+    }
+    return out;
+  }
+
+  std::vector<Node> &stack_;
+  bool reduction_;
+  int bound_;
+  std::size_t fullDepth_, stopAt_;
+  bool atFrontier_ = false;
+  std::size_t depth_ = 0;
+  unsigned preemptions_ = 0;
+  bool stopped_ = false;
+};
+
+// Source-DPOR race analysis of one execution (Abdulla et al. 2014, Algorithm 1, lines 5-8): for
+// every reversible race e < e', if no initial of v = notdep(e, E).e' is in backtrack(pre(E, e)),
+// add one.
+void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> log) {
+  const std::size_t n = log.size();
+  const std::size_t words = (n + 63) / 64;
+  std::vector<std::uint64_t> hb(n * words, 0); // row j: the events that happen before j
+  auto row = [&](std::size_t j) { return hb.data() + j * words; };
+  auto has = [&](std::size_t j, std::size_t i) { return (row(j)[i / 64] >> (i % 64)) & 1u; };
+  std::vector<std::size_t> nodeOfEvent(n, SIZE_MAX);
+  for (std::size_t d = 0; d < stack.size(); ++d)
+    if (stack[d].kind == DecisionKind::Event) {
+      const std::size_t e = eventAtOrAfter(log, stack[d].logSize);
+      if (e < n)
+        nodeOfEvent[e] = d;
+    }
+  std::vector<std::uint64_t> via(words);
+  std::vector<std::size_t> preds;
+  for (std::size_t j = 0; j < n; ++j) {
+    preds.clear();
+    std::fill(via.begin(), via.end(), 0);
+    for (std::size_t i = 0; i < j; ++i)
+      if (dependent(log[i], log[j])) {
+        preds.push_back(i);
+        for (std::size_t w = 0; w < words; ++w)
+          via[w] |= row(i)[w];
+      }
+    for (std::size_t i : preds) {
+      row(j)[i / 64] |= 1ull << (i % 64);
+      for (std::size_t w = 0; w < words; ++w)
+        row(j)[w] |= row(i)[w];
+    }
+    for (std::size_t i : preds) {
+      if ((via[i / 64] >> (i % 64)) & 1u)
+        continue; // ordered through another event: not a race
+      if (processOf(log[i]) == processOf(log[j]) || nodeOfEvent[i] == SIZE_MAX)
+        continue;
+      Node &node = stack[nodeOfEvent[i]];
+      // Initials of v = the events after i that do not happen after i, then j.
+      std::vector<int> initials;
+      std::vector<std::size_t> v;
+      for (std::size_t k = i + 1; k < j; ++k)
+        if (!has(k, i))
+          v.push_back(k);
+      v.push_back(j);
+      for (std::size_t a = 0; a < v.size(); ++a) {
+        bool first = true;
+        for (std::size_t b = 0; b < a && first; ++b)
+          first = !has(v[a], v[b]);
+        const int p = processOf(log[v[a]]);
+        if (first && std::find(initials.begin(), initials.end(), p) == initials.end())
+          initials.push_back(p);
+      }
+      bool covered = false;
+      std::optional<std::uint32_t> candidate;
+      for (std::uint32_t o = 0; o < node.options; ++o) {
+        if (std::find(initials.begin(), initials.end(), node.processes[o]) == initials.end())
+          continue;
+        if (node.backtrack[o])
+          covered = true;
+        if (!candidate ||
+            (node.asleep(node.processes[*candidate]) && !node.asleep(node.processes[o])))
+          candidate = o;
+      }
+      if (!covered && candidate)
+        node.backtrack[*candidate] = true;
+    }
+  }
+}
+
+// Records what each node's chosen option did in the execution the machine holds.
+void recordBranchEvents(std::vector<Node> &stack, std::span<const EventRecord> log) {
+  for (Node &node : stack)
+    if (node.kind == DecisionKind::Event) {
+      const std::size_t e = eventAtOrAfter(log, node.logSize);
+      if (e < log.size())
+        node.branchEvent[node.chosen] = log[e];
+    }
+}
+
+// Moves `stack` to the next branch in depth-first order without popping its first `frozen` nodes:
+// the deepest node with an awake, unexplored option in its backtrack set (within the bound).
+// Returns false when nothing is left below the frozen nodes.
+bool advance(std::vector<Node> &stack, std::size_t frozen, int bound, ExploreStats &stats) {
+  while (stack.size() > frozen) {
+    Node &node = stack.back();
+    std::optional<std::uint32_t> next;
+    if (node.kind == DecisionKind::StaleByte) {
+      if (node.chosen + 1 < node.options)
+        next = node.chosen + 1;
+    } else {
+      for (std::uint32_t o = 0; o < node.options && !next; ++o) {
+        if (!node.backtrack[o] || node.done[o])
+          continue;
+        if (node.asleep(node.processes[o])) {
+          node.done[o] = true;
+          continue;
+        }
+        if (bound >= 0 && node.preemptionsBefore + node.cost(o) > static_cast<unsigned>(bound)) {
+          node.done[o] = true;
+          ++stats.boundCuts;
+          continue;
+        }
+        next = o;
+      }
+    }
+    if (next) {
+      node.chosen = *next;
+      if (node.kind == DecisionKind::Event)
+        node.done[*next] = true;
+      return true;
+    }
+    if (node.kind == DecisionKind::Event)
+      stats.pruned +=
+          static_cast<std::uint64_t>(std::count(node.done.begin(), node.done.end(), false));
+    stack.pop_back();
+  }
+  return false;
+}
+
+} // namespace
+
+void searchTree(Exploration &x, const TreeShape &shape, std::vector<Node> stack,
+                const std::function<bool()> &abandon) {
+  const std::size_t frozen = stack.size();
+  while (true) {
+    if (x.stats().executions >= x.options().maxExecutions)
+      return; // budget exhausted: not complete
+    if (abandon && abandon())
+      return;
+    DfsScheduler dfs(stack, shape);
+    sim::RunResult run = x.harness().runExecution(dfs, [&] { return dfs.stopped(); });
+    const bool cut = dfs.stopped();
+    if (cut)
+      ++x.stats().sleepBlocked;
+    const auto log = x.harness().machine().events();
+    recordBranchEvents(stack, log);
+    if (shape.reduction)
+      addBacktrackPoints(stack, log);
+    if (!x.finish(dfs, dfs.preemptions(), cut, run))
+      return;
+    if (!advance(stack, frozen, shape.bound, x.stats())) {
+      x.stats().complete = true;
+      return;
+    }
+  }
+}
+
+std::vector<std::vector<Node>> frontierAt(Harness &harness, const TreeShape &shape,
+                                          std::size_t depth, std::uint64_t &boundCuts) {
+  TreeShape upper = shape;
+  upper.fullDepth = depth;
+  std::vector<std::vector<Node>> roots;
+  std::vector<Node> stack;
+  ExploreStats stats;
+  while (true) {
+    DfsScheduler dfs(stack, upper, depth);
+    harness.runExecution(dfs, [&] { return dfs.stopped() || dfs.atFrontier(); });
+    recordBranchEvents(stack, harness.machine().events());
+    roots.push_back(stack);
+    if (!advance(stack, 0, shape.bound, stats))
+      break;
+  }
+  boundCuts = stats.boundCuts;
+  return roots;
+}
+
+} // namespace ftsim::verify::detail

@@ -1,0 +1,69 @@
+#pragma once
+// The exhaustive explorer's tree (private to verify/src): its nodes, the depth-first scheduler
+// that replays a stack of nodes and extends it, source-DPOR's race analysis, and the search of
+// one subtree. ExhaustiveExplorer.cpp runs the whole tree with it; Subtrees.cpp splits the tree
+// at a frontier and runs the subtrees one by one, on threads or in other processes.
+
+#include "ExploreShared.h"
+#include "ftsim/verify/explore/Explore.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+namespace ftsim::verify::detail {
+
+struct SleepEntry {
+  int process;
+  EventRecord event; // what the process does next (recorded when its branch was explored)
+};
+
+struct Node {
+  DecisionKind kind = DecisionKind::Event;
+  std::uint32_t options = 0;
+  std::uint32_t chosen = 0;
+  std::vector<int> processes; // Event: process of each option
+  std::vector<bool> backtrack, done;
+  std::vector<std::optional<EventRecord>> branchEvent;
+  std::vector<SleepEntry> sleep;
+  std::size_t logSize = 0; // log size when the decision was asked
+  unsigned preemptionsBefore = 0;
+  int lastProcess = -1;
+
+  bool asleep(int process) const {
+    return std::any_of(sleep.begin(), sleep.end(),
+                       [&](const SleepEntry &s) { return s.process == process; });
+  }
+  unsigned cost(std::uint32_t o) const {
+    if (lastProcess < 0 || processes[o] == lastProcess)
+      return 0;
+    return std::find(processes.begin(), processes.end(), lastProcess) != processes.end() ? 1 : 0;
+  }
+};
+
+// How the tree is searched: with reduction (source-DPOR + sleep sets) or naive, the preemption
+// bound (-1: none), and the depth above which every awake option is explored (the frontier of a
+// split tree, 0 for none): above it a node's alternatives never depend on what its subtrees find,
+// so the subtrees below it are independent of each other.
+struct TreeShape {
+  bool reduction = true;
+  int bound = -1;
+  std::size_t fullDepth = 0;
+};
+
+// Searches depth-first below `stack` (the decisions of a subtree's root, replayed by every
+// execution; empty for the whole tree), never backtracking into those `frozen` = stack.size()
+// nodes. Accounts every execution through `x`; returns when the subtree is done (stats.complete),
+// the budget ran out, `x` said stop, or `abandon` (when given) returns true.
+void searchTree(Exploration &x, const TreeShape &shape, std::vector<Node> stack,
+                const std::function<bool()> &abandon = {});
+
+// The subtrees' roots at decision depth `depth`, in the tree's depth-first order: each is the stack
+// of nodes above it (all awake options explored at every one of them) as a sequential search would
+// hold it when it enters that subtree. Executions that end or block before the depth are roots
+// too. Runs one partial execution per root on `harness`; `boundCuts` gets the options the
+// preemption bound removed above the frontier.
+std::vector<std::vector<Node>> frontierAt(Harness &harness, const TreeShape &shape,
+                                          std::size_t depth, std::uint64_t &boundCuts);
+
+} // namespace ftsim::verify::detail
