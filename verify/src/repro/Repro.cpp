@@ -173,6 +173,7 @@ std::string formatRepro(const PublishedScenario &p, const std::vector<ReproOutco
       out += fmt::format("    {}; {:.2f} s\n", o.report.coverage, o.seconds);
     if (!o.report.models.empty())
       out += fmt::format("    models: {}\n", o.report.models);
+    out += fmt::format("    linux: {}\n", describeScenarioProfile(s));
     if (!o.firsts.empty()) {
       std::string line;
       for (const FirstCounterexample &f : o.firsts)
