@@ -1,6 +1,7 @@
 // The deviation-bounded explorer: every schedule within `bound` deviations from the continuation
 // (Explore.h).
 
+#include "DeviationSets.h"
 #include "ExploreShared.h"
 #include "ftsim/verify/explore/Explore.h"
 
@@ -71,32 +72,9 @@ public:
       fatal("explorer deviation-bounded needs a finite bound (bounds.preemptions or --bound 0 or "
             "more)");
     const auto bound = static_cast<std::size_t>(o.preemptionBound);
-    struct Node {
-      std::map<std::uint64_t, std::uint32_t> overrides;
-      std::uint64_t recordFrom = 0;
-    };
-    // Depth-first over sets of deviations, the earliest first; a set only grows after its last
-    // deviation, so every set within the bound runs exactly once.
-    std::vector<Node> stack{{}};
-    while (!stack.empty()) {
-      if (x.stats().executions >= o.maxExecutions)
-        return; // budget exhausted: not complete
-      const Node node = std::move(stack.back());
-      stack.pop_back();
-      OverridingScheduler scheduler(node.overrides, node.recordFrom);
-      const sim::RunResult run = x.harness().runExecution(scheduler);
-      if (!x.finish(scheduler, scheduler.preemptions(), false, run))
-        return;
-      if (node.overrides.size() >= bound)
-        continue;
-      const auto &alternatives = scheduler.alternatives();
-      for (auto it = alternatives.rbegin(); it != alternatives.rend(); ++it) {
-        Node child{node.overrides, it->first + 1};
-        child.overrides[it->first] = it->second;
-        stack.push_back(std::move(child));
-      }
-    }
-    x.stats().complete = true;
+    searchDeviationSets(x, bound, [](const auto &overrides, std::uint64_t recordFrom) {
+      return OverridingScheduler(overrides, recordFrom);
+    });
   }
 };
 

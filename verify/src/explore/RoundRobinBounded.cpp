@@ -1,5 +1,6 @@
 // The rr-bounded explorer: every schedule within `bound` deviations from round robin (Explore.h).
 
+#include "DeviationSets.h"
 #include "ExploreShared.h"
 #include "ftsim/verify/explore/Explore.h"
 
@@ -90,32 +91,9 @@ public:
       fatal("explorer rr-bounded needs a finite bound (bounds.preemptions or --bound 0 or more)");
     const auto bound = static_cast<std::size_t>(o.preemptionBound);
     const bool preemptions = x.harness().scenario().preemption;
-    struct Node {
-      std::map<std::uint64_t, std::uint32_t> overrides;
-      std::uint64_t recordFrom = 0;
-    };
-    std::vector<Node> stack{{}};
-    while (!stack.empty()) {
-      if (x.stats().executions >= o.maxExecutions)
-        return; // budget exhausted: not complete
-      const Node node = std::move(stack.back());
-      stack.pop_back();
-      BoundedScheduler scheduler(node.overrides, node.recordFrom, preemptions);
-      const sim::RunResult run = x.harness().runExecution(scheduler);
-      if (!x.finish(scheduler, scheduler.preemptions(), false, run))
-        return;
-      if (node.overrides.size() >= bound)
-        continue;
-      // Later deviations only (after the last one), so every set of deviations runs once; pushed
-      // in reverse so the earliest is explored first.
-      const auto &alternatives = scheduler.alternatives();
-      for (auto it = alternatives.rbegin(); it != alternatives.rend(); ++it) {
-        Node child{node.overrides, it->first + 1};
-        child.overrides[it->first] = it->second;
-        stack.push_back(std::move(child));
-      }
-    }
-    x.stats().complete = true;
+    searchDeviationSets(x, bound, [&](const auto &overrides, std::uint64_t recordFrom) {
+      return BoundedScheduler(overrides, recordFrom, preemptions);
+    });
   }
 };
 
