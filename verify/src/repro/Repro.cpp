@@ -88,7 +88,10 @@ std::vector<PublishedScenario> publishedScenarios(const std::string &dir) {
     g.variants.push_back(std::move(s));
   }
   std::vector<PublishedScenario> out;
-  for (auto &[name, g] : groups) {
+  for (auto &entry : groups) {
+    // Not a structured binding: clang before 16 cannot capture one in a lambda.
+    const std::string &name = entry.first;
+    PublishedScenario &g = entry.second;
     // The buggy variants first, each kind in file order.
     std::vector<std::size_t> order(g.files.size());
     for (std::size_t i = 0; i < order.size(); ++i)
