@@ -3,6 +3,7 @@
 #include "ftsim/verify/harness/Harness.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
 #include "ftsim/verify/harness/KernelHarness.h"
 #include "ftsim/verify/harness/LinuxHarness.h"
 #include "ftsim/verify/harness/SiteHarness.h"
@@ -61,6 +62,23 @@ OracleList oraclesFor(const Harness &harness) {
   for (auto &oracle : harness.kindOracles())
     out.push_back(std::move(oracle));
   return out;
+}
+
+std::vector<std::uint64_t> runUntracedReference(sim::Machine &m, const sim::Snapshot &initial,
+                                                const std::string &scenario) {
+  constexpr std::uint64_t kReferenceEvents = 10'000'000;
+  sim::RoundRobinScheduler rr;
+  m.run(rr, kReferenceEvents);
+  std::vector<std::uint64_t> results;
+  for (std::size_t t = 0; t < m.taskCount(); ++t) {
+    const sim::TaskInfo info = m.task(static_cast<int>(t));
+    if (info.state != sim::TaskState::Exited)
+      fatal("{}: task {} did not finish its untraced reference run within {} events ({})", scenario,
+            t, kReferenceEvents, sim::taskStateName(info.state));
+    results.push_back(info.result);
+  }
+  m.restore(initial);
+  return results;
 }
 
 } // namespace ftsim::verify

@@ -166,18 +166,7 @@ void LinuxHarness::build() {
 }
 
 void LinuxHarness::runReference() {
-  constexpr std::uint64_t kReferenceEvents = 10'000'000;
-  sim::Machine &m = *machine_;
-  sim::RoundRobinScheduler rr;
-  m.run(rr, kReferenceEvents);
-  for (std::size_t t = 0; t < m.taskCount(); ++t) {
-    const sim::TaskInfo info = m.task(static_cast<int>(t));
-    if (info.state != sim::TaskState::Exited)
-      fatal("{}: task {} did not finish its reference run within {} events ({})", scenario_.name, t,
-            kReferenceEvents, sim::taskStateName(info.state));
-    reference_.push_back(info.result);
-  }
-  m.restore(initial_);
+  reference_ = runUntracedReference(*machine_, initial_, scenario_.name);
   findings_.clear();
 }
 

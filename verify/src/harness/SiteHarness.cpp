@@ -238,18 +238,7 @@ void SiteHarness::build() {
 // The untraced reference run: round robin, no patcher. It is not part of any exploration, so the
 // scenario's max_events does not bound it (an execution cut at max_events is reported as such).
 void SiteHarness::runReference() {
-  constexpr std::uint64_t kReferenceEvents = 10'000'000;
-  sim::Machine &m = *machine_;
-  sim::RoundRobinScheduler rr;
-  m.run(rr, kReferenceEvents);
-  for (std::size_t t = 0; t < m.taskCount(); ++t) {
-    const sim::TaskInfo info = m.task(static_cast<int>(t));
-    if (info.state != sim::TaskState::Exited)
-      fatal("{}: task {} did not finish its untraced reference run within {} events ({})",
-            scenario_.name, t, kReferenceEvents, sim::taskStateName(info.state));
-    reference_.push_back(info.result);
-  }
-  m.restore(initial_);
+  reference_ = runUntracedReference(*machine_, initial_, scenario_.name);
   trace_.clear();
 }
 

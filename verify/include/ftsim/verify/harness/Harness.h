@@ -86,6 +86,13 @@ using HarnessFactory =
 // built (a bad image, a reference run that does not finish).
 std::unique_ptr<Harness> makeHarness(const Scenario &scenario, const HarnessEnv &env = {});
 
+// The untraced reference run of a harness's tasks: round robin, no patcher, from the machine's
+// current state, then back to `initial`. Each task's result, in task order; FatalError naming
+// `scenario` when a task does not finish. Not part of any exploration, so the scenario's
+// max_events does not bound it.
+std::vector<std::uint64_t> runUntracedReference(sim::Machine &machine, const sim::Snapshot &initial,
+                                                const std::string &scenario);
+
 // Every oracle that applies to an execution of `harness`: the registered generic ones
 // (Oracle.h) followed by the harness's own.
 OracleList oraclesFor(const Harness &harness);
