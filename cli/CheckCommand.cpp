@@ -203,6 +203,8 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                   "a scenario file, or the name of one shipped with ftsim (corpora/scenarios)");
   optionalFlag(cmd, "--arch", r.arch, "x86_64 or ppc32 (default x86_64)");
   optionalFlag(cmd, "--protocol", r.protocol, "a patch protocol (ftsim protocols)");
+  optionalFlag(cmd, "--protocol-file", r.protocolFile,
+               "a patch protocol as a TOML file (README.md, \"Protocols as files\")");
   optionalFlag(cmd, "--linux", r.linuxProfile,
                "a Linux profile (ftsim protocols): its protocol, update order and trampoline "
                "freeing throughout");

@@ -6,6 +6,7 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/model/LinuxProfile.h"
+#include "ftsim/verify/scenario/ProtocolFile.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,7 +17,15 @@ void addProtocolsCommand(CLI::App &app, CommandResult &result) {
   auto *cmd = app.add_subcommand("protocols", "List the patch protocols of each architecture");
   auto archName = std::make_shared<std::string>();
   cmd->add_option("--arch", *archName, "x86_64 or ppc32 (default: both)");
-  cmd->callback([archName, &result] {
+  auto fileOf = std::make_shared<std::string>();
+  cmd->add_option("--file", *fileOf,
+                  "print protocol NAME as a protocol file (for --protocol-file) and nothing else");
+  cmd->callback([archName, fileOf, &result] {
+    if (!fileOf->empty()) {
+      fmt::print("{}", verify::builtinProtocolFileText(*fileOf, *archName));
+      result.exitCode = 0;
+      return;
+    }
     std::vector<const arch::Arch *> archs;
     if (archName->empty())
       archs = arch::executableArchs();

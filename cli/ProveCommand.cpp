@@ -22,6 +22,8 @@ void addProveCommand(CLI::App &app, CommandResult &result) {
   optionalFlag(cmd, "--arch", q->arch, "x86_64 or ppc32 (default: both)");
   optionalFlag(cmd, "--protocol", q->protocol,
                "a protocol name (ftsim protocols); default: each architecture's correct one");
+  optionalFlag(cmd, "--protocol-file", q->protocolFile,
+               "a patch protocol as a TOML file (README.md, \"Protocols as files\")");
   optionalFlag(cmd, "--store", q->store, "restrict to one store model: byte, word, line");
   optionalFlag(cmd, "--fetch", q->fetch, "restrict to one fetch model: atomic, line, stale");
   optionalFlag(cmd, "--site-offset", q->siteOffset, "restrict to one site offset (0-63)");

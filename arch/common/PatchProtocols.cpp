@@ -2,6 +2,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/ProtocolProgram.h"
 
 namespace ftsim::arch {
 
@@ -15,6 +16,9 @@ std::vector<ProtocolInfo> protocolsFor(const Arch &arch) {
   std::vector<ProtocolInfo> out;
   for (const ProtocolEntry &e : arch.protocolTable())
     out.push_back(e.info);
+  for (const ProtocolEntry &e : fileProtocolEntries())
+    if (e.info.arch == arch.name())
+      out.push_back(e.info);
   return out;
 }
 
@@ -26,6 +30,9 @@ std::unique_ptr<PatchProtocol> makePatchProtocol(const Arch &arch, std::string_v
     known += known.empty() ? "" : ", ";
     known += e.info.name;
   }
+  for (const ProtocolEntry &e : fileProtocolEntries())
+    if (e.info.arch == arch.name() && e.info.name == name)
+      return e.make(arch, e.info);
   if (known.empty())
     fatal("no patch protocol exists for architecture {}", arch.name());
   fatal("unknown protocol '{}' for {} (known: {})", name, arch.name(), known);

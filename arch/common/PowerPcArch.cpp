@@ -5,10 +5,13 @@
 //   ppc64: ELFv2 -mprofile-kernel objects (`mflr r0; bl _mcount` after the global entry point's
 //          TOC setup), handled statically: recordmcount, encodings, proofs.
 
+#include "../ppc32/Ppc32Protocols.h"
 #include "../ppc32/Ppc32Target.h"
 #include "CapstoneDisassembler.h"
 #include "PowerPcBranch.h"
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Error.h"
+#include "ftsim/arch/ProtocolProgram.h"
 
 #include <elf.h>
 #include <unicorn/unicorn.h>
@@ -54,6 +57,7 @@ struct PowerPcParts {
   std::vector<std::string> guestFlavours;
   const std::vector<ProtocolEntry> &protocols;
   const std::vector<MutantEntry> &mutants;
+  ProtocolEntry (*compileProtocol)(const ProtocolProgram &) = nullptr;
   const GuestAbi *abi = nullptr;
   std::unique_ptr<SnippetEmitter> (*snippets)(const Arch &) = nullptr;
   std::unique_ptr<LivePatchingRule> (*rule)(const Arch &) = nullptr;
@@ -120,6 +124,12 @@ public:
   std::vector<std::string> guestFlavours() const override { return parts_.guestFlavours; }
   const std::vector<ProtocolEntry> &protocolTable() const override { return parts_.protocols; }
   const std::vector<MutantEntry> &mutants() const override { return parts_.mutants; }
+  ProtocolEntry compileProtocol(const ProtocolProgram &program) const override {
+    if (!parts_.compileProtocol)
+      fatal("protocol '{}': {} has no patch protocols (it is handled statically)", program.name,
+            v_.name);
+    return parts_.compileProtocol(program);
+  }
   const GuestAbi *guestAbi() const override { return parts_.abi; }
   const SnippetEmitter *snippetEmitter() const override { return snippets_.get(); }
   const LivePatchingRule *livePatchingRule() const override { return rule_.get(); }
@@ -146,6 +156,7 @@ std::unique_ptr<Arch> createPpc32Arch() {
   return std::make_unique<PowerPcArch>(kPpc32, PowerPcParts{{"ppc32-mcount", "ppc32-pfe"},
                                                             ppc32Protocols(),
                                                             ppc32Mutants(),
+                                                            compilePpc32Protocol,
                                                             &ppc32GuestAbi(),
                                                             makePpc32Snippets,
                                                             makePpc32CmodxRule,

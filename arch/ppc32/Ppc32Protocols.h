@@ -1,6 +1,8 @@
 #pragma once
-// ppc32 patch protocols beyond the single word store (registered in the protocol table as
-// word-mflr, word-mflr-wrong-order and word-mflr-no-grace; see makePatchProtocol).
+// ppc32 patch protocols as programs (ProtocolProgram.h), run by one interpreter (Ppc32Patch.cpp):
+// Linux's `patch-instruction` (one word store per site, local cache maintenance, no IPI), its IPI
+// variant, and the two-instruction protocols word-mflr, word-mflr-wrong-order and
+// word-mflr-no-grace.
 //
 // The two-instruction site `mflr r0; bl ftrace_caller` (the -fpatchable-function-entry=2 layout,
 // and ppc64 -mprofile-kernel's) with the mflr nopped out while tracing is off: the RFC series
@@ -13,8 +15,34 @@
 // nops the `bl` first and the mflr after another grace period.
 
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/ProtocolProgram.h"
+
+#include <vector>
 
 namespace ftsim::arch {
+
+// Which word of a request a write step stores.
+enum class Ppc32Part { Site, MflrRestore, BlWrite, BlRemove, MflrRemove };
+
+struct Ppc32Step {
+  enum class Op { Write, Sync, GracePeriod } op = Op::Sync;
+  std::vector<Ppc32Part> parts; // Write only
+  bool writes(Ppc32Part part) const {
+    for (Ppc32Part p : parts)
+      if (p == part)
+        return true;
+    return false;
+  }
+};
+
+struct Ppc32Program {
+  bool mflrSlot = false; // the word before each site holds `mflr r0` only while enabled
+  std::vector<Ppc32Step> steps;
+};
+
+std::unique_ptr<PatchProtocol> makePpc32Patch(std::string name, std::string difference,
+                                              Ppc32Program program);
+ProtocolEntry compilePpc32Protocol(const ProtocolProgram &program);
 
 // Whether `protocol` keeps the word before each site as a nop while the site is disabled (so boot
 // must not patch `mflr r0` in, and enabling restores it).

@@ -4,6 +4,7 @@
 
 #include "../common/CapstoneDisassembler.h"
 #include "X86_64Target.h"
+#include "X86_64TextPoke.h"
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/SiteHooks.h"
 
@@ -97,6 +98,9 @@ public:
   const std::vector<MutantEntry> &mutants() const override {
     static const std::vector<MutantEntry> none; // every x86 mutant is a protocol-table variant
     return none;
+  }
+  ProtocolEntry compileProtocol(const ProtocolProgram &program) const override {
+    return compileX86_64Protocol(program);
   }
   const GuestAbi *guestAbi() const override { return &x86_64GuestAbi(); }
   const SnippetEmitter *snippetEmitter() const override { return snippets_.get(); }

@@ -1,6 +1,7 @@
 // The x86-64 protocol table: today's int3 batch protocol first, then its historical variants and
-// the mutants of the mutation score. Each entry differs from int3 in exactly the one way its
-// `difference` says.
+// the mutants of the mutation score, each a program (ProtocolProgram.h) that differs from int3's
+// in exactly the one way its `difference` says. `ftsim protocols --file NAME` prints any of them
+// as a protocol file.
 
 #include "X86_64Target.h"
 #include "X86_64TextPoke.h"
@@ -8,49 +9,77 @@
 namespace ftsim::arch {
 namespace {
 
-ProtocolEntry x86(std::string name, std::string difference,
-                  const std::function<void(X86_64PokeOptions &)> &tweak) {
-  X86_64PokeOptions options;
-  tweak(options);
-  const bool correct = difference.empty();
-  return {{std::move(name), "x86_64", std::move(difference), correct},
-          [options](const Arch &arch, const ProtocolInfo &info) {
-            return makeX86_64Poke(arch, info.name, info.difference, options);
-          }};
+ProtocolStep op(std::string name) { return {{{std::move(name), {}}}}; }
+ProtocolStep write(std::string part, std::string value) {
+  return {{{"write", {std::move(part)}}, {"value", {std::move(value)}}}};
 }
+
+// `source`: the Linux code or proposal the program stands for; `fidelity` as scenarios say it.
+ProtocolEntry x86(std::string name, std::string difference, std::vector<ProtocolStep> steps,
+                  std::string source, std::string fidelity,
+                  std::map<std::string, std::string> settings = {}) {
+  const bool correct = difference.empty();
+  return compileX86_64Protocol({std::move(name), "x86_64", std::move(difference), correct,
+                                std::move(settings), std::move(steps), std::move(source),
+                                std::move(fidelity)});
+}
+
+constexpr const char *kMutant = "a mutant of Linux 5.6-6.12's text_poke_bp_batch(), built to be "
+                                "killed";
 
 } // namespace
 
 const std::vector<ProtocolEntry> &x86_64Protocols() {
-  using H = X86_64PokeOptions::Handler;
+  // text_poke_bp_batch() (Linux 5.6 .. 6.x): publish the vector; int3 on every site's first byte;
+  // sync; the tails; sync (Intel: "very likely not necessary ... but better safe than sorry");
+  // the first bytes; sync; withdraw the vector once no handler uses it.
+  const ProtocolStep publish = op("publish"), sync = op("sync"), withdraw = op("withdraw");
+  const ProtocolStep int3s = write("first", "int3"), tails = write("tail", "new"),
+                     firsts = write("first", "new");
+  const std::vector<ProtocolStep> linux = {publish, int3s, sync, tails, sync, firsts, sync, withdraw};
   static const std::vector<ProtocolEntry> entries = {
-      x86("int3", "", [](auto &) {}),
+      x86("int3", "", linux,
+          "Linux 5.6-6.12 text_poke_bp_batch() and poke_int3_handler() "
+          "(arch/x86/kernel/alternative.c)",
+          "faithful"),
       x86("int3-skip",
           "the int3 handler jumps over the site instead of emulating the new "
           "instruction (ftrace_int3_handler before 2019)",
-          [](auto &o) { o.handler = H::SkipSite; }),
+          linux, "ftrace_int3_handler before 9e298e860408 (2019)", "faithful",
+          {{"handler", "skip"}}),
       x86("int3-nosync", "no text_poke_sync() between the phases",
-          [](auto &o) { o.syncAfterInt3 = o.syncAfterTail = o.syncAfterFirstByte = false; }),
+          {publish, int3s, tails, firsts, withdraw}, kMutant, "teaching-strawman"),
       x86("direct", "plain stores of the new bytes, no breakpoint (then one sync)",
-          [](auto &o) { o.breakpoint = false; }),
+          {write("whole", "new"), sync}, "Rostedt, Ftrace Kernel Hooks slides (plain stores)",
+          "teaching-strawman"),
       x86("int3-nosync1", "no sync after writing the int3s",
-          [](auto &o) { o.syncAfterInt3 = false; }),
+          {publish, int3s, tails, sync, firsts, sync, withdraw},
+          "J. Olsa's RFC 'Merge first and second step in text_poke_bp_batch' (LKML, 2025-01-14)",
+          "model-hypothesis"),
       x86("int3-nosync2", "no sync after writing the tails",
-          [](auto &o) { o.syncAfterTail = false; }),
+          {publish, int3s, sync, tails, firsts, sync, withdraw},
+          "the sync Linux keeps 'better safe than sorry' (Intel: 'very likely not necessary')",
+          "model-hypothesis"),
       x86("int3-nosync3", "no sync after writing the first bytes",
-          [](auto &o) { o.syncAfterFirstByte = false; }),
+          {publish, int3s, sync, tails, sync, firsts, withdraw}, kMutant, "teaching-strawman"),
       x86("int3-swapped", "the first bytes are written before the tails",
-          [](auto &o) { o.firstByteBeforeTail = true; }),
-      x86("int3-nobsearch", "the int3 handler compares only the first vector entry",
-          [](auto &o) { o.handler = H::FirstOnly; }),
+          {publish, int3s, sync, firsts, sync, tails, sync, withdraw}, kMutant,
+          "teaching-strawman"),
+      x86("int3-nobsearch", "the int3 handler compares only the first vector entry", linux,
+          kMutant, "teaching-strawman", {{"lookup", "first-only"}}),
       x86("int3-unsorted",
           "text_poke_queue() does not flush on a descending address, so the "
           "vector can be unsorted and the handler's bsearch misses",
-          [](auto &o) { o.keepSorted = false; }),
+          linux,
+          "cf. 2aebf5ee43bf (2025), whose bug was a single poke appended to a queued batch, not "
+          "a missing order check",
+          "model-hypothesis", {{"sorted", "false"}}),
       x86("int3-late-vector", "the vector is published after the int3s are written",
-          [](auto &o) { o.publishBeforeInt3 = false; }),
+          {int3s, publish, sync, tails, sync, firsts, sync, withdraw}, kMutant,
+          "teaching-strawman"),
       x86("int3-early-clear", "the vector is withdrawn before the last sync",
-          [](auto &o) { o.withdrawAfterLastSync = false; }),
+          {publish, int3s, sync, tails, sync, firsts, withdraw, sync}, kMutant,
+          "teaching-strawman"),
   };
   return entries;
 }

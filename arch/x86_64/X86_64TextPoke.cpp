@@ -34,9 +34,9 @@ struct TextPokeLoc {
 
 class X86_64Poke final : public PatchProtocol {
 public:
-  X86_64Poke(const Arch &arch, std::string name, std::string difference, X86_64PokeOptions options)
-      : arch_(arch), name_(std::move(name)), difference_(std::move(difference)), options_(options) {
-  }
+  X86_64Poke(const Arch &arch, std::string name, std::string difference, X86_64PokeProgram program)
+      : arch_(arch), name_(std::move(name)), difference_(std::move(difference)),
+        program_(std::move(program)) {}
 
   std::string_view name() const override { return name_; }
   std::string_view difference() const override { return difference_; }
@@ -52,7 +52,7 @@ public:
   void queue(const PatchRequest &request) override {
     checkRequest(request);
     if (queued_.size() == kTextPokeVecMax ||
-        (options_.keepSorted && !queued_.empty() && request.addr < queued_.back().addr))
+        (program_.sorted && !queued_.empty() && request.addr < queued_.back().addr))
       flush();
     queued_.push_back({request.addr, request.oldBytes, request.newBytes});
   }
@@ -84,16 +84,7 @@ private:
     queued_.clear();
     stats_.batches++;
     stats_.sites += batch.size();
-    if (options_.breakpoint)
-      textPokeBpBatch(batch);
-    else
-      directBatch(batch);
-  }
-
-  void write(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
-    stats_.stores++;
-    if (!port_->writeText(addr, bytes))
-      FTSIM_PANIC("text_poke: write fault at {:#x}", addr);
+    run(batch);
   }
 
   void sync() {
@@ -101,80 +92,77 @@ private:
     port_->syncCores();
   }
 
-  void directBatch(const std::vector<TextPokeLoc> &batch) {
-    for (const auto &tp : batch)
-      write(tp.addr, tp.newBytes);
-    sync();
-  }
-
-  void publishVector(const std::vector<TextPokeLoc> &batch) {
-    port_->publish("bp_desc.vec", [this, &batch] { vector_ = batch; });
-  }
-
-  void withdrawVector() {
-    port_->publish("bp_desc.vec=NULL", [this] { vector_.clear(); });
-  }
-
-  void textPokeBpBatch(const std::vector<TextPokeLoc> &batch) {
-    const std::uint8_t int3 = kInt3;
-    // bp_desc.vec = tp; atomic_set_release(&bp_desc.refs, 1): the handler must be able to find
-    // every site before any int3 can be observed.
-    if (options_.publishBeforeInt3)
-      publishVector(batch);
-    // Phase 1: an int3 on the first byte of every site.
-    for (const auto &tp : batch)
-      write(tp.addr, {&int3, 1});
-    if (!options_.publishBeforeInt3)
-      publishVector(batch);
-    if (options_.syncAfterInt3)
-      sync();
-    if (options_.firstByteBeforeTail) {
-      writeFirstBytes(batch);
-      writeTails(batch);
-    } else {
-      writeTails(batch);
-      writeFirstBytes(batch);
-    }
-    if (!options_.withdrawAfterLastSync)
-      withdrawVector();
-    if (options_.syncAfterFirstByte)
-      sync();
-    // Remove and wait for refs to be zero: no handler is still using the vector afterwards (a
-    // handler runs within the trapping CPU's event here, so none is in flight).
-    if (options_.withdrawAfterLastSync)
-      withdrawVector();
-  }
-
-  // Phase 2: all but the first byte ("According to Intel, this core syncing is very likely not
-  // necessary and we'd be safe even without it. But better safe than sorry").
-  void writeTails(const std::vector<TextPokeLoc> &batch) {
-    bool any = false;
-    for (const auto &tp : batch)
-      if (tp.newBytes.size() > 1) {
-        write(tp.addr + 1, std::span(tp.newBytes).subspan(1));
-        any = true;
-      }
-    if (any && options_.syncAfterTail && !options_.firstByteBeforeTail)
-      sync();
-  }
-
-  // Phase 3: replace the int3 by the new first byte.
-  void writeFirstBytes(const std::vector<TextPokeLoc> &batch) {
-    bool any = false;
-    for (const auto &tp : batch) {
-      if (tp.newBytes[0] == kInt3)
+  // The program's steps over one batch. A sync right after a write step that stored nothing is
+  // skipped (Linux's do_sync); any other sync always runs.
+  void run(const std::vector<TextPokeLoc> &batch) {
+    using Op = X86_64PokeStep::Op;
+    bool previousWriteStored = true;
+    for (const X86_64PokeStep &step : program_.steps) {
+      switch (step.op) {
+      case Op::Write:
+        previousWriteStored = write(batch, step);
         continue;
-      write(tp.addr, std::span(tp.newBytes).first(1));
-      any = true;
+      case Op::Sync:
+        if (previousWriteStored)
+          sync();
+        break;
+      case Op::Publish:
+        // bp_desc.vec = tp; atomic_set_release(&bp_desc.refs, 1).
+        port_->publish("bp_desc.vec", [this, &batch] { vector_ = batch; });
+        break;
+      case Op::Withdraw:
+        // Remove and wait for refs to be zero: no handler is still using the vector afterwards
+        // (a handler runs within the trapping CPU's event here, so none is in flight).
+        port_->publish("bp_desc.vec=NULL", [this] { vector_.clear(); });
+        break;
+      }
+      previousWriteStored = true;
     }
-    if (any && options_.firstByteBeforeTail && options_.syncAfterTail)
-      sync();
+  }
+
+  // One write step over every site of the batch; whether it stored anything. `first` with the
+  // new value skips a site whose new first byte is an int3 (text_poke_bp_batch's third step);
+  // `tail` skips a one-byte site.
+  bool write(const std::vector<TextPokeLoc> &batch, const X86_64PokeStep &step) {
+    using Part = X86_64PokeStep::Part;
+    using Value = X86_64PokeStep::Value;
+    static constexpr std::uint8_t int3 = kInt3;
+    bool stored = false;
+    for (const auto &tp : batch) {
+      const Bytes &bytes = step.value == Value::Old ? tp.oldBytes : tp.newBytes;
+      std::span<const std::uint8_t> part;
+      std::uint64_t addr = tp.addr;
+      switch (step.part) {
+      case Part::First:
+        if (step.value == Value::Int3)
+          part = {&int3, 1};
+        else if (step.value == Value::New && bytes[0] == kInt3)
+          continue;
+        else
+          part = std::span(bytes).first(1);
+        break;
+      case Part::Tail:
+        if (bytes.size() < 2)
+          continue;
+        part = std::span(bytes).subspan(1);
+        addr += 1;
+        break;
+      case Part::Whole:
+        part = bytes;
+        break;
+      }
+      stats_.stores++;
+      if (!port_->writeText(addr, part))
+        FTSIM_PANIC("text_poke: write fault at {:#x}", addr);
+      stored = true;
+    }
+    return stored;
   }
 
   const TextPokeLoc *lookup(std::uint64_t ip) const {
     if (vector_.empty())
       return nullptr;
-    if (options_.handler == X86_64PokeOptions::Handler::FirstOnly || vector_.size() == 1)
+    if (program_.lookup == X86_64PokeProgram::Lookup::FirstOnly || vector_.size() == 1)
       return vector_[0].addr == ip ? &vector_[0] : nullptr;
     // __inline_bsearch(ip, desc->vec, desc->nr_entries, ..., patch_cmp): assumes sorted.
     std::size_t lo = 0, hi = vector_.size();
@@ -192,12 +180,14 @@ private:
 
   // poke_int3_handler(): find the site, emulate the new instruction.
   TrapVerdict handleInt3(GuestContext &ctx, std::uint64_t ip) {
+    if (program_.handler == X86_64PokeProgram::Handler::Unknown)
+      return TrapVerdict::NotMine;
     const TextPokeLoc *tp = lookup(ip);
     if (!tp)
       return TrapVerdict::NotMine;
     stats_.trapsHandled++;
     const std::uint64_t next = ip + tp->newBytes.size();
-    if (options_.handler == X86_64PokeOptions::Handler::SkipSite) {
+    if (program_.handler == X86_64PokeProgram::Handler::SkipSite) {
       // ftrace_int3_handler before 2019: regs->ip += MCOUNT_INSN_SIZE - 1.
       ctx.setPc(next);
       return TrapVerdict::Handled;
@@ -255,7 +245,7 @@ private:
   const Arch &arch_;
   std::string name_;
   std::string difference_;
-  X86_64PokeOptions options_;
+  X86_64PokeProgram program_;
   MachinePort *port_ = nullptr;
   std::vector<TextPokeLoc> queued_;
   std::vector<TextPokeLoc> vector_; // bp_desc.vec as handlers see it
@@ -265,8 +255,9 @@ private:
 } // namespace
 
 std::unique_ptr<PatchProtocol> makeX86_64Poke(const Arch &arch, std::string name,
-                                              std::string difference, X86_64PokeOptions options) {
-  return std::make_unique<X86_64Poke>(arch, std::move(name), std::move(difference), options);
+                                              std::string difference, X86_64PokeProgram program) {
+  return std::make_unique<X86_64Poke>(arch, std::move(name), std::move(difference),
+                                      std::move(program));
 }
 
 } // namespace ftsim::arch

@@ -1,43 +1,46 @@
 #pragma once
 // x86-64 live patching: text_poke_bp_batch() and poke_int3_handler() of
-// arch/x86/kernel/alternative.c, with every historical or broken variant expressed as one option
-// of the same engine (X86_64PokeOptions), so each variant differs from today's protocol in exactly
-// one documented way.
+// arch/x86/kernel/alternative.c, as one interpreter of protocol programs (ProtocolProgram.h):
+// today's protocol and every historical or broken variant are programs that differ from today's
+// in exactly one documented way, and a protocol file is compiled into the same value.
 
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/ProtocolProgram.h"
 
 #include <string>
+#include <vector>
 
 namespace ftsim::arch {
 
-struct X86_64PokeOptions {
-  // false: `direct` — plain stores of the new bytes, no breakpoint (the slides' torn crash).
-  bool breakpoint = true;
-  // text_poke_sync() after phase 1 (int3), phase 2 (tails), phase 3 (first bytes).
-  bool syncAfterInt3 = true;
-  bool syncAfterTail = true;
-  bool syncAfterFirstByte = true;
-  // Phase 3 (first byte) written before phase 2 (tails): the int3 is gone while tails are stale.
-  bool firstByteBeforeTail = false;
+struct X86_64PokeStep {
+  enum class Op { Write, Sync, Publish, Withdraw } op = Op::Sync;
+  enum class Part { First, Tail, Whole } part = Part::Whole; // Write only
+  enum class Value { Int3, Old, New } value = Value::New;     // Write only
+  bool operator==(const X86_64PokeStep &) const = default;
+};
+
+struct X86_64PokeProgram {
+  std::vector<X86_64PokeStep> steps;
   enum class Handler {
     Emulate,  // today's: emulate the new instruction (call: push+jump, jmp, nop: jump over)
     SkipSite, // pre-2019 ftrace_int3_handler: resume after the site, as if it were a nop
-    FirstOnly // the handler compares only vec[0] (no bsearch), missing every other batched site
+    Unknown   // the handler knows no site: every int3 is "not mine"
   } handler = Handler::Emulate;
+  // bsearch over the sorted vector; FirstOnly compares only vec[0], missing every other site.
+  enum class Lookup { Bsearch, FirstOnly } lookup = Lookup::Bsearch;
   // text_poke_queue() flushes when the next address is lower (tp_order_fail); false leaves the
   // vector unsorted, so the handler's bsearch misses (cf. 2aebf5ee43bf).
-  bool keepSorted = true;
-  // The vector is published (bp_desc) before the first int3 is written; false publishes it after,
-  // so a CPU can trap on an int3 no handler knows yet.
-  bool publishBeforeInt3 = true;
-  // The vector is withdrawn only after the last sync; false withdraws it before.
-  bool withdrawAfterLastSync = true;
+  bool sorted = true;
 };
 
 // TP_VEC_MAX: PAGE_SIZE / sizeof(struct text_poke_loc) in Linux.
 inline constexpr std::size_t kTextPokeVecMax = 256;
 
 std::unique_ptr<PatchProtocol> makeX86_64Poke(const Arch &arch, std::string name,
-                                              std::string difference, X86_64PokeOptions options);
+                                              std::string difference, X86_64PokeProgram program);
+
+// ProtocolProgram (the data form) -> X86_64PokeProgram; FatalError names the step and the key.
+X86_64PokeProgram compileX86_64Program(const ProtocolProgram &program);
+ProtocolEntry compileX86_64Protocol(const ProtocolProgram &program);
 
 } // namespace ftsim::arch

@@ -3,6 +3,7 @@
 #include "ftsim/verify/check/CheckRequest.h"
 
 #include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/scenario/ProtocolFile.h"
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
@@ -76,9 +77,39 @@ void applySiteOverrides(Scenario &s, const CheckRequest &r) {
   }
 }
 
+Scenario scenarioFromFlags(const CheckRequest &r);
+
 } // namespace
 
-Scenario buildCheckScenario(const CheckRequest &r) {
+Scenario buildCheckScenario(const CheckRequest &request) {
+  CheckRequest r = request;
+  std::optional<arch::ProtocolProgram> program;
+  if (r.protocolFile) {
+    if (r.protocol)
+      fatal("check: --protocol and --protocol-file exclude each other");
+    if (r.kernel || r.kernelTree)
+      fatal("check: --kernel/--kernel-tree run the tree's own protocol; --protocol-file does not "
+            "apply");
+    program = loadProtocolFile(*r.protocolFile);
+    if (r.arch && *r.arch != program->arch)
+      fatal("check: --arch {} but {} is a {} protocol", *r.arch, *r.protocolFile, program->arch);
+    if (r.scenarioFile.empty())
+      r.arch = program->arch;
+    r.protocol = program->name;
+  }
+  Scenario s = scenarioFromFlags(r);
+  if (program) {
+    if (s.arch != program->arch)
+      fatal("check: {} is a {} protocol; the scenario is {}", *r.protocolFile, program->arch,
+            s.arch);
+    s.protocolProgram = program;
+  }
+  return s;
+}
+
+namespace {
+
+Scenario scenarioFromFlags(const CheckRequest &r) {
   if (trampolineShorthand(r)) {
     if (!r.scenarioFile.empty())
       fatal("check: --tramp-free/--tramp-scenario/--preempt and --scenario exclude each other");
@@ -152,6 +183,8 @@ Scenario buildCheckScenario(const CheckRequest &r) {
   s.validate(origin);
   return s;
 }
+
+} // namespace
 
 ExploreOptions buildExploreOptions(const Scenario &s, const CheckRequest &r) {
   ExploreOptions o = exploreOptionsFor(s);

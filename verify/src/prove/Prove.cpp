@@ -1,6 +1,7 @@
 // ftsim prove as one library call (Prove.h).
 
 #include "ftsim/verify/prove/Prove.h"
+#include "ftsim/verify/scenario/ProtocolFile.h"
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
@@ -130,7 +131,17 @@ void byteStates(const ProveRequest &q, const arch::Arch &a, Report &report) {
 
 } // namespace
 
-ProveReport prove(const ProveRequest &q) {
+ProveReport prove(const ProveRequest &request) {
+  ProveRequest q = request;
+  if (q.protocolFile) {
+    if (q.protocol)
+      fatal("prove: --protocol and --protocol-file exclude each other");
+    const arch::ProtocolProgram program = loadProtocolFile(*q.protocolFile);
+    if (q.arch && *q.arch != program.arch)
+      fatal("prove: --arch {} but {} is a {} protocol", *q.arch, *q.protocolFile, program.arch);
+    q.arch = program.arch;
+    q.protocol = program.name;
+  }
   Report report;
   if (q.quiescenceOnly) {
     quiescence(q, report);

@@ -2,6 +2,7 @@
 // ScenarioToml.cpp).
 
 #include "ftsim/verify/scenario/Scenario.h"
+#include "ftsim/verify/scenario/ProtocolFile.h"
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
@@ -386,6 +387,8 @@ std::string Scenario::toToml() const {
     if (!expectOracle.empty())
       out += fmt::format("oracle = \"{}\"\n", expectOracle);
   }
+  if (protocolProgram)
+    out += "\n[protocol_program]\n" + protocolFileText(*protocolProgram);
   return out;
 }
 

@@ -1,6 +1,8 @@
 // Scenario files: TOML (toml++), validated key by key so that a broken file is one line naming the
 // file and the problem.
 
+#include "ProtocolTable.h"
+#include "TomlReader.h"
 #include "ftsim/arch/InputFile.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
@@ -17,78 +19,6 @@
 namespace ftsim::verify {
 
 namespace {
-
-// Reads one table's keys, refusing unknown ones and wrong types with the file name.
-class TableReader {
-public:
-  TableReader(const toml::table &table, std::string origin, std::string prefix,
-              std::vector<std::string> known)
-      : table_(table), origin_(std::move(origin)), prefix_(std::move(prefix)),
-        known_(std::move(known)) {
-    for (const auto &[key, node] : table_) {
-      const std::string k(key.str());
-      if (std::find(known_.begin(), known_.end(), k) == known_.end()) {
-        std::string list;
-        for (const auto &n : known_)
-          list += (list.empty() ? "" : ", ") + n;
-        fatal("{}: unknown key '{}{}' (known: {})", origin_, prefix_, k, list);
-      }
-    }
-  }
-
-  std::optional<std::string> string(const char *key) const {
-    const toml::node *n = table_.get(key);
-    if (!n)
-      return std::nullopt;
-    if (auto v = n->value<std::string>(); v && n->is_string())
-      return *v;
-    fatal("{}: '{}{}' must be a string", origin_, prefix_, key);
-  }
-
-  std::optional<std::int64_t> integer(const char *key) const {
-    const toml::node *n = table_.get(key);
-    if (!n)
-      return std::nullopt;
-    if (n->is_integer())
-      return *n->value<std::int64_t>();
-    fatal("{}: '{}{}' must be an integer", origin_, prefix_, key);
-  }
-
-  std::optional<unsigned> count(const char *key, std::int64_t lo, std::int64_t hi) const {
-    auto v = integer(key);
-    if (!v)
-      return std::nullopt;
-    if (*v < lo || *v > hi)
-      fatal("{}: '{}{}' = {} is out of range ({}-{})", origin_, prefix_, key, *v, lo, hi);
-    return static_cast<unsigned>(*v);
-  }
-
-  std::optional<bool> boolean(const char *key) const {
-    const toml::node *n = table_.get(key);
-    if (!n)
-      return std::nullopt;
-    if (n->is_boolean())
-      return *n->value<bool>();
-    fatal("{}: '{}{}' must be true or false", origin_, prefix_, key);
-  }
-
-  const toml::table *table(const char *key) const {
-    const toml::node *n = table_.get(key);
-    if (!n)
-      return nullptr;
-    if (!n->is_table())
-      fatal("{}: '{}' must be a table ([{}])", origin_, key, key);
-    return n->as_table();
-  }
-
-  const std::string &origin() const { return origin_; }
-
-private:
-  const toml::table &table_;
-  std::string origin_;
-  std::string prefix_;
-  std::vector<std::string> known_;
-};
 
 template <typename F> auto named(const std::string &origin, const char *key, F parse) {
   try {
@@ -349,7 +279,7 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
   TableReader top(root, origin, "",
                   {"name", "source", "fidelity", "published", "linux", "arch", "protocol", "cpus",
                    "store", "fetch", "preemption", "code", "sites", "patch", "bounds", "expect",
-                   "engine", "trampoline", "explore"});
+                   "engine", "trampoline", "explore", "protocol_program"});
   Scenario s;
   s.name = std::filesystem::path(origin).stem().string();
   if (auto v = top.string("name"))
@@ -375,6 +305,22 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
     fatal("{}: missing 'arch' (x86_64 or ppc32)", origin);
   s.arch = *arch;
   auto protocol = top.string("protocol");
+  if (const toml::table *program = top.table("protocol_program")) {
+    // A protocol as data (README.md, "Protocols as files"), registered for this process.
+    s.protocolProgram = parseProtocolTable(*program, origin, "protocol_program.");
+    try {
+      arch::registerFileProtocol(*s.protocolProgram);
+    } catch (const FatalError &e) {
+      fatal("{}: protocol_program: {}", origin, e.what());
+    }
+    if (protocol && *protocol != s.protocolProgram->name)
+      fatal("{}: protocol '{}' is not the [protocol_program]'s ('{}')", origin, *protocol,
+            s.protocolProgram->name);
+    if (s.protocolProgram->arch != s.arch)
+      fatal("{}: the [protocol_program] is for {}, the scenario for {}", origin,
+            s.protocolProgram->arch, s.arch);
+    protocol = s.protocolProgram->name;
+  }
   if (!protocol)
     fatal("{}: missing 'protocol' (see ftsim protocols)", origin);
   s.protocol = *protocol;

@@ -31,6 +31,7 @@ class LivePatchingRule;
 class FtraceTrampolines;
 struct TrampolineRequest;
 struct ProtocolEntry;
+struct ProtocolProgram;
 struct MutantEntry;
 class SiteHooks;
 struct SiteHooksRequest;
@@ -132,6 +133,9 @@ public:
   virtual const std::vector<ProtocolEntry> &protocolTable() const = 0;
   // Mutants that are not protocols Linux ran: e.g. a broken encoder under the correct protocol.
   virtual const std::vector<MutantEntry> &mutants() const = 0;
+  // A protocol program (ProtocolProgram.h) of this ISA as a table entry; throws FatalError naming
+  // the step and key it cannot run, or when the ISA has no protocols.
+  virtual ProtocolEntry compileProtocol(const ProtocolProgram &program) const = 0;
   // The simulator's view of the ISA; nullptr when it cannot be executed.
   virtual const GuestAbi *guestAbi() const = 0;
   virtual const SnippetEmitter *snippetEmitter() const = 0;

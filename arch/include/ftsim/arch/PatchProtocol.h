@@ -58,11 +58,14 @@ struct ProtocolInfo {
 };
 
 // One row of a target's protocol table (Arch::protocolTable) or mutant list (Arch::mutants).
+// `program` is the protocol as data (ProtocolProgram.h) when it is one.
+struct ProtocolProgram;
 using ProtocolFactory =
     std::function<std::unique_ptr<PatchProtocol>(const Arch &, const ProtocolInfo &)>;
 struct ProtocolEntry {
   ProtocolInfo info;
   ProtocolFactory make;
+  std::shared_ptr<const ProtocolProgram> program;
 };
 
 // A mutant that is not a protocol Linux ran: a protocol built only to be killed, or a broken

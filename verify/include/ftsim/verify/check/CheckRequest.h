@@ -21,6 +21,8 @@ struct CheckRequest {
   bool preempt = false; // trampoline scenarios: timer preemption
   // Overrides.
   std::optional<std::string> arch, protocol, store, fetch, transition, image;
+  // --protocol-file FILE: a protocol as data (ProtocolFile.h) instead of --protocol.
+  std::optional<std::string> protocolFile;
   // --linux VERSION: one kernel profile's choices throughout (model/LinuxProfile.h).
   std::optional<std::string> linuxProfile;
   // Linux's own code (kind linux): an installed tree (6.1, 6.12) or a tree's directory.

@@ -16,6 +16,7 @@ namespace ftsim::verify {
 
 struct ProveRequest {
   std::optional<std::string> arch, protocol, store, fetch, trampFree;
+  std::optional<std::string> protocolFile; // a protocol as data (ProtocolFile.h) for --protocol
   std::optional<unsigned> siteOffset;
   bool encodingsOnly = false;
   bool quiescenceOnly = false;

@@ -91,6 +91,7 @@
 //   sleep_until_call = true            # default: the ISA's (on for ppc32)
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/ProtocolProgram.h"
 #include "ftsim/sim/FetchModel.h"
 #include "ftsim/sim/Models.h"
 
@@ -189,6 +190,9 @@ struct Scenario {
   std::string linuxProfile;
   std::string arch{::ftsim::arch::defaultArch().name()};
   std::string protocol = "int3";
+  // The protocol as data when it came from a protocol file (--protocol-file, or the scenario's
+  // [protocol_program] table): written into the scenario's TOML, so replay and job files carry it.
+  std::optional<arch::ProtocolProgram> protocolProgram;
   unsigned cpus = 2;
   sim::StoreModel store = sim::StoreModel::Byte;
   const sim::FetchModel *fetch = &sim::fetchModelByName("stale");
