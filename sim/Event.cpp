@@ -54,6 +54,10 @@ std::string_view stepOutcomeName(StepOutcome outcome) {
     return "fault";
   case StepOutcome::WatchedStop:
     return "watched-stop";
+  case StepOutcome::UserEnter:
+    return "user-enter";
+  case StepOutcome::KernelEntry:
+    return "kernel-entry";
   }
   FTSIM_PANIC("bad StepOutcome {}", static_cast<int>(outcome));
 }

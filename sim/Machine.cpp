@@ -178,6 +178,8 @@ void Machine::loadImage(const arch::Image &image) {
       {"ftsim_hc_idle", GuestHypercall::Idle},
       {"ftsim_hc_user", GuestHypercall::User},
       {"ftsim_hc_exit", GuestHypercall::Exit},
+      {"ftsim_hc_user_enter", GuestHypercall::UserEnter},
+      {"ftsim_hc_kernel_entry", GuestHypercall::KernelEntry},
   };
   for (const auto &[name, which] : stubs)
     if (const arch::ImageSymbol *sym = image.findSymbol(name))

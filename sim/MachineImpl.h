@@ -98,6 +98,8 @@ struct CpuState {
   std::vector<int> runqueue;
   unsigned runnable = 0;
   bool ipiPending = false;
+  bool inUser = false;       // between UserEnter and KernelEntry
+  bool syncDeferred = false; // deferSyncInUser: a sync owed at the next KernelEntry
   bool halfFetched = false;
   // The running task's regions (Regions.cpp), read from its registers and thread area after every
   // event of this CPU: interrupts enabled (x86 EFLAGS.IF, powerpc MSR[EE]) and its preempt count.

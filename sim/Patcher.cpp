@@ -190,7 +190,12 @@ void Machine::syncCores() {
   bool any = false;
   for (unsigned c = 0; c < m.config.cpus; ++c)
     if (c != m.config.patcherCpu) {
-      m.state.cpus[c].ipiPending = true;
+      CpuState &cs = m.state.cpus[c];
+      if (m.config.deferSyncInUser && cs.inUser) {
+        cs.syncDeferred = true; // no IPI, no wait: it syncs at its next kernel entry
+        continue;
+      }
+      cs.ipiPending = true;
       any = true;
     }
   if (!any)

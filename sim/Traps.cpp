@@ -152,6 +152,23 @@ void Machine::Impl::handleTrap(unsigned cpu, EventRecord &rec, std::uint64_t pcA
       rec.outcome = StepOutcome::User;
       task.lastQuiescent = now;
       return;
+    case GuestHypercall::UserEnter:
+      rec.outcome = StepOutcome::UserEnter;
+      task.lastQuiescent = now;
+      cs.inUser = true;
+      return;
+    case GuestHypercall::KernelEntry:
+      // The catch-up at kernel entry (the series' CR3 write, a serialising instruction) runs
+      // before anything after this stub; what the entry path executed before it ran unsynced.
+      rec.outcome = StepOutcome::KernelEntry;
+      task.lastQuiescent = now;
+      cs.inUser = false;
+      if (cs.syncDeferred) {
+        cs.syncDeferred = false;
+        serialise(cpu);
+        rec.detail = 1;
+      }
+      return;
     case GuestHypercall::Exit:
       rec.outcome = StepOutcome::Exit;
       task.info.result = readReg(cpu, abi.resultReg);

@@ -61,7 +61,8 @@ std::vector<std::string_view> stepWords(const ProtocolStep &step, std::size_t in
                                         std::string_view key, Vocabulary allowed, bool many) {
   const auto it = step.keys.find(std::string(key));
   if (it == step.keys.end() || it->second.empty())
-    fatal("step {}: missing key '{}' ({} of {})", index, key, many ? "a list" : "one", joined(allowed));
+    fatal("step {}: missing key '{}' ({} of {})", index, key, many ? "a list" : "one",
+          joined(allowed));
   if (!many && it->second.size() != 1)
     fatal("step {}: key '{}' takes one word (one of {})", index, key, joined(allowed));
   std::vector<std::string_view> out;

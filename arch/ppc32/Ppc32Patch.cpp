@@ -66,7 +66,8 @@ public:
     const bool disable = ppc32::isBl(oldWord) && newWord == ppc32::kNop;
     const std::uint64_t slot = request.addr - 4;
     Bytes slotBytes(4);
-    const bool pair = program_.mflrSlot && (enable || disable) && port_->readText(slot, slotBytes) &&
+    const bool pair = program_.mflrSlot && (enable || disable) &&
+                      port_->readText(slot, slotBytes) &&
                       ppc32::wordOf(slotBytes) == (enable ? ppc32::kNop : ppc32::kMflrR0);
     if (!pair) {
       // bl -> bl (ftrace_modify_call), a trampoline's own site, a site without a nopped mflr

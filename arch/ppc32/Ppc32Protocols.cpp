@@ -12,8 +12,8 @@
 // reached) is ftrace's core's job: synchronize_rcu_tasks_rude() / schedule_on_each_cpu() before
 // the free, which the live-patching rule checks (Ppc32Cmodx.h).
 
-#include "../common/ProgramWords.h"
 #include "Ppc32Protocols.h"
+#include "../common/ProgramWords.h"
 #include "Ppc32Target.h"
 
 #include "ftsim/arch/Error.h"
@@ -58,7 +58,8 @@ ProtocolEntry compilePpc32Protocol(const ProtocolProgram &p) {
   program.mflrSlot = programSetting(p, "mflr_slot", "false", {"true", "false"}) == "true";
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
     const ProtocolStep &s = p.steps[i];
-    const std::string_view op = stepOperation(s, i + 1, {"write", "sync", "grace-period"}, {}, {"write"});
+    const std::string_view op =
+        stepOperation(s, i + 1, {"write", "sync", "grace-period"}, {}, {"write"});
     if (op == "sync" || op == "grace-period") {
       program.steps.push_back({op == "sync" ? Ppc32Step::Op::Sync : Ppc32Step::Op::GracePeriod});
       continue;

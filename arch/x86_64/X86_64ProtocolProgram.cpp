@@ -22,7 +22,8 @@ X86_64PokeStep compileStep(const ProtocolStep &step, std::size_t index) {
   }
   using Part = X86_64PokeStep::Part;
   using Value = X86_64PokeStep::Value;
-  const std::string_view part = stepWords(step, index, "write", {"first", "tail", "whole"}, false)[0];
+  const std::string_view part =
+      stepWords(step, index, "write", {"first", "tail", "whole"}, false)[0];
   const std::string_view value = stepWords(step, index, "value", {"int3", "old", "new"}, false)[0];
   X86_64PokeStep out{Op::Write};
   out.part = part == "first" ? Part::First : part == "tail" ? Part::Tail : Part::Whole;

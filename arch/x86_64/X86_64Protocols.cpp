@@ -36,7 +36,8 @@ const std::vector<ProtocolEntry> &x86_64Protocols() {
   const ProtocolStep publish = op("publish"), sync = op("sync"), withdraw = op("withdraw");
   const ProtocolStep int3s = write("first", "int3"), tails = write("tail", "new"),
                      firsts = write("first", "new");
-  const std::vector<ProtocolStep> linux = {publish, int3s, sync, tails, sync, firsts, sync, withdraw};
+  const std::vector<ProtocolStep> linux = {publish, int3s,  sync, tails,
+                                           sync,    firsts, sync, withdraw};
   static const std::vector<ProtocolEntry> entries = {
       x86("int3", "", linux,
           "Linux 5.6-6.12 text_poke_bp_batch() and poke_int3_handler() "
@@ -65,8 +66,8 @@ const std::vector<ProtocolEntry> &x86_64Protocols() {
       x86("int3-swapped", "the first bytes are written before the tails",
           {publish, int3s, sync, firsts, sync, tails, sync, withdraw}, kMutant,
           "teaching-strawman"),
-      x86("int3-nobsearch", "the int3 handler compares only the first vector entry", linux,
-          kMutant, "teaching-strawman", {{"lookup", "first-only"}}),
+      x86("int3-nobsearch", "the int3 handler compares only the first vector entry", linux, kMutant,
+          "teaching-strawman", {{"lookup", "first-only"}}),
       x86("int3-unsorted",
           "text_poke_queue() does not flush on a descending address, so the "
           "vector can be unsorted and the handler's bsearch misses",

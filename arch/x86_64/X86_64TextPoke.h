@@ -15,7 +15,7 @@ namespace ftsim::arch {
 struct X86_64PokeStep {
   enum class Op { Write, Sync, Publish, Withdraw } op = Op::Sync;
   enum class Part { First, Tail, Whole } part = Part::Whole; // Write only
-  enum class Value { Int3, Old, New } value = Value::New;     // Write only
+  enum class Value { Int3, Old, New } value = Value::New;    // Write only
   bool operator==(const X86_64PokeStep &) const = default;
 };
 

@@ -2,13 +2,13 @@
 // files in corpora/protocols/ spell the built-ins, a file and its built-in explore identically,
 // Olsa's merge verdicts, and broken files are one line naming the step and the key.
 
+#include "ftsim/verify/scenario/ProtocolFile.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/arch/ProtocolProgram.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/explore/Explore.h"
 #include "ftsim/verify/harness/Harness.h"
-#include "ftsim/verify/scenario/ProtocolFile.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
 #include <gtest/gtest.h>
@@ -41,7 +41,8 @@ ExploreResult run(const Scenario &s) {
   return explore(*h, o);
 }
 
-void expectSameExploration(const ExploreResult &a, const ExploreResult &b, const std::string &what) {
+void expectSameExploration(const ExploreResult &a, const ExploreResult &b,
+                           const std::string &what) {
   EXPECT_EQ(a.stats.executions, b.stats.executions) << what;
   EXPECT_EQ(a.stats.distinctStates, b.stats.distinctStates) << what;
   EXPECT_EQ(a.stats.events, b.stats.events) << what;
@@ -173,25 +174,29 @@ TEST(ProtocolFiles, BrokenFilesAreOneLineNamingTheStepAndKey) {
   EXPECT_EQ(error("steps = []"), "p.toml: key 'steps': a protocol needs at least one step");
   EXPECT_EQ(error("handler = \"ignore\"\nsteps = [\"sync\"]"),
             "p.toml: key 'handler': 'ignore' is not one of emulate, skip, unknown");
-  EXPECT_EQ(error("colour = 1\nsteps = [\"sync\"]").substr(0, 30), "p.toml: unknown key 'colour' (");
+  EXPECT_EQ(error("colour = 1\nsteps = [\"sync\"]").substr(0, 30),
+            "p.toml: unknown key 'colour' (");
   EXPECT_EQ(fatalMessage([&] {
-              parseProtocolText("name = \"q\"\narch = \"ppc32\"\nsteps = [{ write = [\"bl-write\"] }]",
-                                "q.toml");
+              parseProtocolText(
+                  "name = \"q\"\narch = \"ppc32\"\nsteps = [{ write = [\"bl-write\"] }]", "q.toml");
             }),
             "q.toml: step 1: key 'write': 'bl-write' is not one of site");
-  EXPECT_NE(fatalMessage([&] { parseProtocolText("name = \"p\"\narch = ", "p.toml"); }).find("p.toml: line 2"),
+  EXPECT_NE(fatalMessage([&] {
+              parseProtocolText("name = \"p\"\narch = ", "p.toml");
+            }).find("p.toml: line 2"),
             std::string::npos);
   // A built-in's name with other steps is refused; with its own steps it is the built-in.
   EXPECT_NE(fatalMessage([&] {
-              arch::registerFileProtocol(parseProtocolText(
-                  "name = \"int3\"\narch = \"x86_64\"\nsteps = [\"sync\"]", "x"));
+              arch::registerFileProtocol(
+                  parseProtocolText("name = \"int3\"\narch = \"x86_64\"\nsteps = [\"sync\"]", "x"));
             }).find("give the file's protocol another name"),
             std::string::npos);
   arch::ProtocolProgram int3 = readProtocolFile(kProtocols + "int3.toml");
   EXPECT_NO_THROW(arch::registerFileProtocol(int3));
   int3.name = "direct";
-  EXPECT_NE(fatalMessage([&] { arch::registerFileProtocol(int3); }).find("built-in x86_64 protocol"),
-            std::string::npos);
+  EXPECT_NE(
+      fatalMessage([&] { arch::registerFileProtocol(int3); }).find("built-in x86_64 protocol"),
+      std::string::npos);
 }
 
 } // namespace

@@ -30,6 +30,8 @@ const std::vector<OperatorScenario> &operatorScenarios() {
   static const std::vector<OperatorScenario> table{
       // a CPU may fetch the new tail behind a stale first byte
       {"merge-first-two-phases", 1, Transition::NopToCall, false, "stale"},
+      // a CPU may fetch a stale first byte with the new tail (or the reverse)
+      {"no-tail-sync", 1, Transition::NopToCall, false, "stale"},
       // a CPU may fetch the stale int3 after the handler's descriptor is gone
       {"no-final-sync", 1, Transition::NopToCall, false, "stale"},
       // a handler that holds a reference reads the cleared vector

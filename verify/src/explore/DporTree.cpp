@@ -21,6 +21,11 @@ bool dependent(const EventRecord &a, const EventRecord &b) {
     const EventRecord &o = pa == kPatcher ? b : a;
     if (o.kind == EventKind::Ipi || o.kind == EventKind::Preempt)
       return true;
+    // Entering and leaving user mode change whom the patcher's next sync interrupts (and, with
+    // deferSyncInUser, whom it waits for); the sync runs in the continuation of a store or a
+    // publication.
+    if (o.outcome == sim::StepOutcome::UserEnter || o.outcome == sim::StepOutcome::KernelEntry)
+      return p.kind == EventKind::Store || p.kind == EventKind::Publish;
     switch (p.kind) {
     case EventKind::Store:
       return o.kind == EventKind::FetchLine || serialises(o) ||

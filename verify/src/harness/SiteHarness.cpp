@@ -22,7 +22,8 @@ constexpr std::uint64_t kSlideDisplacement = 0x2e37;
 
 struct Layout {
   std::uint64_t text = 0;
-  std::uint64_t hcSchedule = 0, hcIdle = 0, hcUser = 0, hcExit = 0;
+  std::uint64_t hcSchedule = 0, hcIdle = 0, hcUser = 0, hcExit = 0, hcUserEnter = 0,
+                hcKernelEntry = 0;
   std::uint64_t worker = 0;
   unsigned prologue = 0; // bytes from function entry to the site
 };
@@ -64,6 +65,7 @@ sim::MachineConfig machineConfigFor(const Scenario &scenario) {
   c.storeModel = scenario.store;
   c.fetchModel = scenario.fetch;
   c.preemption = scenario.preemption;
+  c.deferSyncInUser = scenario.nohzFull;
   // Fast mode: instructions outside watched text commute with every store and publication, so
   // running them as one event loses no behaviour and removes most decisions.
   c.quantum = 4096;
@@ -167,11 +169,14 @@ void SiteHarness::build() {
   l.hcIdle = l.text + 0x08;
   l.hcUser = l.text + 0x10;
   l.hcExit = l.text + 0x18;
+  l.hcUserEnter = l.text + 0x20;
+  l.hcKernelEntry = l.text + 0x28;
   l.worker = l.text + 0x40;
   l.prologue = emit.prologueSize();
   CodeBuffer code(l.text, kTextSize, emit.fill());
   const arch::Bytes stub = emit.hypercallStub();
-  for (std::uint64_t s : {l.hcSchedule, l.hcIdle, l.hcUser, l.hcExit})
+  for (std::uint64_t s :
+       {l.hcSchedule, l.hcIdle, l.hcUser, l.hcExit, l.hcUserEnter, l.hcKernelEntry})
     code.put(s, stub);
 
   // Traced functions: f_j in block j+1, its site at = site_offset (mod 64).
@@ -212,7 +217,20 @@ void SiteHarness::build() {
     code.put(site.function, emit.tracedFunction(site.function, site.oldBytes));
   }
   // worker(seed): acc = seed; `calls` times { for each f_j: acc += 3; f_j(); }; return acc.
-  code.put(l.worker, emit.worker(l.worker, scenario_.calls, functions));
+  // With a stay in user mode, each round starts with the user_enter stub and the kernel entry's
+  // catch-up (the kernel_entry stub) comes before every traced function, or after the first.
+  std::vector<std::uint64_t> round;
+  if (scenario_.userEntry != Scenario::UserEntry::None)
+    round.push_back(l.hcUserEnter);
+  for (std::size_t j = 0; j < functions.size(); ++j) {
+    if ((scenario_.userEntry == Scenario::UserEntry::SyncFirst && j == 0) ||
+        (scenario_.userEntry == Scenario::UserEntry::SiteFirst && j == 1))
+      round.push_back(l.hcKernelEntry);
+    round.push_back(functions[j]);
+  }
+  if (scenario_.userEntry == Scenario::UserEntry::SiteFirst && functions.size() == 1)
+    round.push_back(l.hcKernelEntry);
+  code.put(l.worker, emit.worker(l.worker, scenario_.calls, round));
 
   sim::Machine &m = *machine_;
   m.mapText(l.text, code.bytes());
@@ -220,6 +238,8 @@ void SiteHarness::build() {
   m.bindHypercall(sim::GuestHypercall::Idle, l.hcIdle);
   m.bindHypercall(sim::GuestHypercall::User, l.hcUser);
   m.bindHypercall(sim::GuestHypercall::Exit, l.hcExit);
+  m.bindHypercall(sim::GuestHypercall::UserEnter, l.hcUserEnter);
+  m.bindHypercall(sim::GuestHypercall::KernelEntry, l.hcKernelEntry);
   m.setHypercall(trampA_, [this](arch::GuestContext &ctx) { recordHit(ctx, 0); });
   m.setHypercall(trampB_, [this](arch::GuestContext &ctx) { recordHit(ctx, 1); });
   for (const PatchSiteInfo &site : sites_)

@@ -69,7 +69,8 @@ arch::ProtocolProgram parseProtocolTable(const toml::table &root, const std::str
     fatal("{}: missing '{}arch' (x86_64 or ppc32)", origin, prefix);
   p.arch = *isa;
   p.difference = r.string("difference").value_or("");
-  const std::string expect = r.string("expect").value_or(p.difference.empty() ? "verified" : "violation");
+  const std::string expect =
+      r.string("expect").value_or(p.difference.empty() ? "verified" : "violation");
   if (expect != "verified" && expect != "violation")
     fatal("{}: expect '{}' is not one of verified, violation", origin, expect);
   p.correct = expect == "verified";
@@ -77,7 +78,8 @@ arch::ProtocolProgram parseProtocolTable(const toml::table &root, const std::str
   p.fidelity = r.string("fidelity").value_or("");
   if (!p.fidelity.empty() &&
       std::find(kFidelityWords.begin(), kFidelityWords.end(), p.fidelity) == kFidelityWords.end())
-    fatal("{}: fidelity '{}' is not one of {}", origin, p.fidelity, fmt::join(kFidelityWords, ", "));
+    fatal("{}: fidelity '{}' is not one of {}", origin, p.fidelity,
+          fmt::join(kFidelityWords, ", "));
   for (const char *key : {"handler", "lookup"})
     if (auto v = r.string(key))
       p.settings[key] = *v;
@@ -167,9 +169,10 @@ std::string protocolFileText(const arch::ProtocolProgram &p) {
     // The operation's key first, its arguments (value) after it.
     std::vector<std::string> parts;
     for (const auto &[key, words] : step.keys)
-      parts.insert(key == "value" ? parts.end() : parts.begin(),words.size() == 1
-                          ? fmt::format("{} = \"{}\"", key, words[0])
-                          : fmt::format("{} = [\"{}\"]", key, fmt::join(words, "\", \"")));
+      parts.insert(key == "value" ? parts.end() : parts.begin(),
+                   words.size() == 1
+                       ? fmt::format("{} = \"{}\"", key, words[0])
+                       : fmt::format("{} = [\"{}\"]", key, fmt::join(words, "\", \"")));
     out << fmt::format("  {{ {} }},\n", fmt::join(parts, ", "));
   }
   out << "]\n";

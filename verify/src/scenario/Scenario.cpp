@@ -162,6 +162,10 @@ void Scenario::validate(const std::string &origin) const {
     if (!why.empty())
       bad(fmt::format("linux = \"{}\" but {}", linuxProfile, why));
   }
+  if (code != CodeKind::Snippet && (userEntry != UserEntry::None || nohzFull))
+    bad("user_entry and nohz_full belong to kind = \"snippet\"");
+  if (userEntry != UserEntry::None && preemption)
+    bad("user_entry: a stay in user mode is not modelled with preemption (set preemption = false)");
   if (code == CodeKind::Linux) {
     if (a->name() != "x86_64")
       bad(fmt::format("kind linux runs Linux's x86 text_poke code: arch must be x86_64, not {}",
@@ -284,13 +288,17 @@ std::string Scenario::describe() const {
   std::string siteList;
   for (std::size_t i = 0; i < sites.size(); ++i)
     siteList += (i ? ", " : "") + std::string(transitionLabel(sites[i]));
-  return fmt::format("{} {}, {} CPU{}, {} site{} ({}{}) at offset {}, store {}, fetch {}, {}", arch,
-                     protocol, cpus, cpus == 1 ? "" : "s", sites.size(),
+  const char *user = userEntry == UserEntry::SyncFirst   ? ", user mode (entry syncs first)"
+                     : userEntry == UserEntry::SiteFirst ? ", user mode (entry runs site0 first)"
+                                                         : "";
+  return fmt::format("{} {}, {} CPU{}, {} site{} ({}{}) at offset {}, store {}, fetch {}, {}{}{}",
+                     arch, protocol, cpus, cpus == 1 ? "" : "s", sites.size(),
                      sites.size() == 1 ? "" : "s", siteList,
                      descending ? ", queued descending" : "", siteOffset,
                      sim::storeModelName(store), fetch->name(),
                      preemption ? fmt::format("preemption ({} tasks per CPU)", tasksPerCpu)
-                                : std::string("no preemption"));
+                                : std::string("no preemption"),
+                     user, nohzFull ? ", NOHZ_FULL sync deferral" : "");
 }
 
 namespace {
@@ -318,6 +326,8 @@ std::string Scenario::toToml() const {
   out += fmt::format("arch = \"{}\"\nprotocol = \"{}\"\ncpus = {}\n", arch, protocol, cpus);
   out += fmt::format("store = \"{}\"\nfetch = \"{}\"\npreemption = {}\n",
                      sim::storeModelName(store), fetch->name(), preemption);
+  if (nohzFull)
+    out += "nohz_full = true\n";
   out += fmt::format("\n[code]\nkind = \"{}\"\nsite_offset = {}\ncalls = {}\ntasks_per_cpu = {}\n",
                      codeKindName(code), siteOffset, calls, tasksPerCpu);
   if (!taskCpus.empty())
@@ -332,6 +342,9 @@ std::string Scenario::toToml() const {
     out += fmt::format("mutant = {}\n", tomlString(mutant));
   if (foreignInt3)
     out += "foreign_int3 = true\n";
+  if (userEntry != UserEntry::None)
+    out += fmt::format("user_entry = \"{}\"\n",
+                       userEntry == UserEntry::SyncFirst ? "sync-first" : "site-first");
   for (Transition t : sites)
     out += fmt::format("\n[[sites]]\ntransition = \"{}\"\n", transitionLabel(t));
   out += fmt::format("\n[patch]\norder = \"{}\"\n", descending ? "descending" : "ascending");

@@ -21,6 +21,10 @@ std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
   const std::string_view protocol = model::profileProtocol(p, s.arch);
   if (s.protocol != protocol)
     return fmt::format("protocol {} is not Linux {}'s ({})", s.protocol, p.name, protocol);
+  if (s.nohzFull)
+    return fmt::format("nohz_full: Linux {} sends the sync IPI to CPUs in user mode (the deferral "
+                       "is V. Schneider's series, in no release)",
+                       p.name);
   if (s.code == CodeKind::Kernel) {
     if (s.engine.pre59338f754a55 != p.pre59338f754a55)
       return fmt::format("the update order is {} 59338f754a55, Linux {}'s {}",

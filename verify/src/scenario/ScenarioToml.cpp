@@ -176,7 +176,7 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
 void parseCode(const toml::table &code, const std::string &origin, Scenario &s) {
   TableReader c(code, origin, "code.",
                 {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions",
-                 "kernel", "kernel_tree", "mutant", "foreign_int3"});
+                 "kernel", "kernel_tree", "mutant", "foreign_int3", "user_entry"});
   if (auto v = c.string("kind")) {
     if (*v == "snippet")
       s.code = CodeKind::Snippet;
@@ -188,6 +188,16 @@ void parseCode(const toml::table &code, const std::string &origin, Scenario &s) 
       s.code = CodeKind::Linux;
     else
       fatal("{}: code.kind = '{}' (known: snippet, kernel, trampoline, linux)", origin, *v);
+  }
+  if (auto v = c.string("user_entry")) {
+    if (*v == "none")
+      s.userEntry = Scenario::UserEntry::None;
+    else if (*v == "sync-first")
+      s.userEntry = Scenario::UserEntry::SyncFirst;
+    else if (*v == "site-first")
+      s.userEntry = Scenario::UserEntry::SiteFirst;
+    else
+      fatal("{}: code.user_entry = '{}' (known: none, sync-first, site-first)", origin, *v);
   }
   if (auto v = c.count("site_offset", 0, 63))
     s.siteOffset = *v;
@@ -276,10 +286,11 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
   } catch (const toml::parse_error &e) {
     fatal("{}:{}: {}", origin, e.source().begin.line, e.description());
   }
-  TableReader top(root, origin, "",
-                  {"name", "source", "fidelity", "published", "linux", "arch", "protocol", "cpus",
-                   "store", "fetch", "preemption", "code", "sites", "patch", "bounds", "expect",
-                   "engine", "trampoline", "explore", "protocol_program"});
+  TableReader top(
+      root, origin, "",
+      {"name",  "source", "fidelity", "published",  "linux",      "arch",    "protocol",
+       "cpus",  "store",  "fetch",    "preemption", "nohz_full",  "code",    "sites",
+       "patch", "bounds", "expect",   "engine",     "trampoline", "explore", "protocol_program"});
   Scenario s;
   s.name = std::filesystem::path(origin).stem().string();
   if (auto v = top.string("name"))
@@ -332,6 +343,8 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
     s.fetch = named(origin, "fetch", [&] { return &sim::fetchModelByName(*v); });
   if (auto v = top.boolean("preemption"))
     s.preemption = *v;
+  if (auto v = top.boolean("nohz_full"))
+    s.nohzFull = *v;
   if (const toml::table *code = top.table("code"))
     parseCode(*code, origin, s);
   if (const toml::node *n = root.get("sites"))

@@ -37,6 +37,8 @@ enum class StepOutcome : std::uint8_t {
   Serialised,  // the instruction itself serialises (cpuid, iret, isync)
   Fault,       // a guest fault: see the machine's findings
   WatchedStop, // fast mode: a Run stopped before watched code or after a watched data access
+  UserEnter,   // ftsim_hc_user_enter: the task went to user mode and stays there (quiescent)
+  KernelEntry, // ftsim_hc_kernel_entry: back in the kernel; detail = 1 when a deferred sync ran
 };
 
 // One enabled event offered to the Scheduler.

@@ -39,6 +39,9 @@ enum class GuestHypercall : std::uint8_t {
   Idle,     // the task idles: quiescent, and it yields the CPU
   User,     // the task enters and leaves user mode: quiescent
   Exit,     // the task finished; its result is in rax / r3
+  // A stay in user mode as two events, so that a patcher can act while the CPU is there:
+  UserEnter,   // ct_user_enter(): the CPU runs user code from here on (quiescent)
+  KernelEntry, // the next kernel entry (ct_user_exit()): a sync deferred meanwhile runs here
 };
 
 // Where the patcher is.

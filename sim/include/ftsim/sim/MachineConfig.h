@@ -30,6 +30,11 @@ struct MachineConfig {
   // and replays need. false: events are only counted (eventCount()), so a long run's memory stays
   // bounded whatever its length (ftsim trace runs tens of millions of events).
   bool keepLog = true;
+  // NOHZ_FULL deferral of the text-patching IPI (V. Schneider's series "context_tracking,x86:
+  // Defer some IPIs until a user->kernel transition", 2025, not merged): syncCores() does not
+  // interrupt a CPU between UserEnter and KernelEntry and does not wait for it; the CPU
+  // serialises at its KernelEntry instead. false: a CPU in user mode takes the IPI as any other.
+  bool deferSyncInUser = false;
 };
 
 } // namespace ftsim::sim

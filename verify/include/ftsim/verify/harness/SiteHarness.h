@@ -7,7 +7,7 @@
 // trampolines' hits (SiteOracles.cpp).
 //
 // The guest (one layout for both ISAs, text at the kernel's base address):
-//   +0x00.. hypercall stubs (schedule, idle, user, exit)
+//   +0x00.. hypercall stubs (schedule, idle, user, exit, user_enter, kernel_entry)
 //   trampoline A (0x2e37 past the first site's end: the slide's `e8 37 2e 00 00`) and trampoline
 //   B (A + 0x1040): host hypercalls that record (cpu, task, site)
 //   +0x40   worker(seed): acc = seed; `calls` times { for each function f_j: acc += 3; f_j() };

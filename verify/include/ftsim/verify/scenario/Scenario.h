@@ -204,6 +204,14 @@ struct Scenario {
   std::vector<unsigned> taskCpus; // empty: every CPU except the patcher's (CPU 0)
   std::vector<Transition> sites{Transition::NopToCall};
   bool descending = false; // queue the sites in descending address order
+  // Kind snippet, a stay in user mode per call round (TOML code.user_entry): none; "sync-first",
+  // the kernel entry's catch-up (the deferred sync) before the traced functions; "site-first",
+  // the first traced function runs on the entry path before the catch-up (mutable entry text).
+  enum class UserEntry { None, SyncFirst, SiteFirst };
+  UserEntry userEntry = UserEntry::None;
+  // TOML nohz_full: the sync IPI to a CPU in user mode is deferred to its next kernel entry
+  // (sim::MachineConfig::deferSyncInUser).
+  bool nohzFull = false;
   ScenarioBounds bounds;
   std::string expectVerdict; // "", "violation" or "verified"
   std::string expectOracle;
