@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 namespace ftsim::test {
@@ -20,6 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kTorn = std::string(FTSIM_CORPORA_DIR) + "/scenarios/torn-nop-to-call.toml";
+// The slides' bytes: the site across a cache line (offset 62), the call's first two bytes one
+// store and its last three another, CPU 1 reading the first line before the stores and the second
+// after them (byte stores and stale fetch tear the site too, into other bytes).
+const std::string kSlides = " --fetch line --store word --site-offset 62";
 
 fs::path freshDir(const std::string &name) {
   const fs::path dir = fs::temp_directory_path() / ("ftsim-svg-test-" + name);
@@ -52,8 +55,8 @@ std::uintmax_t renderPng(const fs::path &svg, const fs::path &png) {
 
 TEST(CliSvg, TheSlidesTornFetchIsDrawnRenderedAndTheSameEveryTime) {
   const fs::path dir = freshDir("torn");
-  const CommandRun r = runFtsim("check --scenario " + kTorn + " --quiet --cex a.json --svg a.svg",
-                                dir.string());
+  const CommandRun r = runFtsim(
+      "check --scenario " + kTorn + kSlides + " --quiet --cex a.json --svg a.svg", dir.string());
   ASSERT_EQ(r.status, 1) << r.out;
   ASSERT_TRUE(has(r.out, "0f 1f 2e 00 00")) << r.out; // the torn fetch of the slides
   const std::string svg = slurp(dir / "a.svg");
@@ -63,21 +66,22 @@ TEST(CliSvg, TheSlidesTornFetchIsDrawnRenderedAndTheSameEveryTime) {
   EXPECT_TRUE(has(svg, "bytes 0f 1f 2e 00 00 = nopl (%rsi); addb %al, (%rax)")) << svg;
   EXPECT_TRUE(has(svg, "VIOLATION torn-fetch cpu1,cpu0 site0")) << svg;
   EXPECT_TRUE(has(svg, "none of its 2 allowed states")) << svg;
-  EXPECT_TRUE(has(svg, "store byte, fetch stale")) << svg;
+  EXPECT_TRUE(has(svg, "store word, fetch line")) << svg;
   EXPECT_TRUE(has(svg, "x86_64 direct")) << svg;
   EXPECT_TRUE(has(svg, "fidelity: teaching-strawman")) << svg;
   EXPECT_TRUE(has(svg, "linux: ")) << svg;
   // cpu1's view holds the nop's stale first bytes (marked) over the call's third byte.
   EXPECT_TRUE(has(svg, ">2e</text>")) << svg;
-  EXPECT_TRUE(has(svg, "#ffd98a")) << svg;          // stale cells
-  EXPECT_TRUE(has(svg, "elided")) << svg;           // the caption counts the elided events
-  EXPECT_TRUE(has(svg, "patcher store")) << svg;    // the stores on the patcher's lane
-  EXPECT_TRUE(has(svg, "cpu0 (patcher)")) << svg;   //
-  EXPECT_TRUE(has(svg, "#8 cpu1 task0 step")) << svg; // the event list, as the timeline says it
+  EXPECT_TRUE(has(svg, "#ffd98a")) << svg;             // stale cells
+  EXPECT_TRUE(has(svg, "elided")) << svg;              // the caption counts the elided events
+  EXPECT_TRUE(has(svg, "patcher store")) << svg;       // the stores on the patcher's lane
+  EXPECT_TRUE(has(svg, "cpu0 (patcher)")) << svg;      //
+  EXPECT_TRUE(has(svg, "cache-line boundary")) << svg; // the site straddles two lines
+  EXPECT_TRUE(has(svg, "cpu1 task0 step site0 fetch site0 [0f 1f 2e 00 00]")) << svg; // the list
 
   // Byte-identical across runs, and from replay of the written counterexample.
   const CommandRun again = runFtsim(
-      "check --scenario " + kTorn + " --quiet --cex b.json --svg b.svg", dir.string());
+      "check --scenario " + kTorn + kSlides + " --quiet --cex b.json --svg b.svg", dir.string());
   ASSERT_EQ(again.status, 1) << again.out;
   EXPECT_EQ(slurp(dir / "b.svg"), svg);
   const CommandRun replay = runFtsim("replay a.json --svg c.svg", dir.string());
@@ -87,13 +91,19 @@ TEST(CliSvg, TheSlidesTornFetchIsDrawnRenderedAndTheSameEveryTime) {
 
   // Rendered: valid SVG, and not blank.
   const std::uintmax_t real = renderPng(dir / "a.svg", dir / "a.png");
-  std::smatch size;
-  ASSERT_TRUE(std::regex_search(svg, size, std::regex("width=\"(\\d+)\" height=\"(\\d+)\"")));
-  std::ofstream(dir / "empty.svg") << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                                   << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
-                                   << size[1] << "\" height=\"" << size[2] << "\"><rect width=\""
-                                   << size[1] << "\" height=\"" << size[2]
-                                   << "\" fill=\"#ffffff\"/></svg>\n";
+  // The picture's size, from its root element: width="W" height="H".
+  auto attribute = [&](const std::string &name) {
+    const std::size_t at = svg.find(" " + name + "=\"", svg.find("<svg "));
+    return svg.substr(at + name.size() + 3,
+                      svg.find('"', at + name.size() + 3) - at - name.size() - 3);
+  };
+  const std::string w = attribute("width"), h = attribute("height");
+  ASSERT_GT(std::stoi(w), 500) << w;
+  ASSERT_GT(std::stoi(h), 300) << h;
+  std::ofstream(dir / "empty.svg")
+      << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
+      << "\"><rect width=\"" << w << "\" height=\"" << h << "\" fill=\"#ffffff\"/></svg>\n";
   const std::uintmax_t empty = renderPng(dir / "empty.svg", dir / "empty.png");
   ASSERT_GT(empty, 0u);
   EXPECT_GT(real, 10 * empty) << "PNG of the picture " << real << " bytes, of an empty one "
@@ -101,13 +111,18 @@ TEST(CliSvg, TheSlidesTornFetchIsDrawnRenderedAndTheSameEveryTime) {
   fs::remove_all(dir);
 }
 
-TEST(CliSvg, ReproDrawsTheBuggyVariantOfOneName) {
+TEST(CliSvg, ReproDrawsTheBuggyVariantOfOneNameAsCheckDoes) {
   const fs::path dir = freshDir("repro");
   const CommandRun r = runFtsim("repro torn-nop-to-call --quiet --svg r.svg", dir.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(has(r.out, "svg: r.svg (the counterexample of torn-nop-to-call)")) << r.out;
   const std::string svg = slurp(dir / "r.svg");
-  EXPECT_TRUE(has(svg, "bytes 0f 1f 2e 00 00 = nopl (%rsi); addb %al, (%rax)")) << svg;
+  EXPECT_TRUE(has(svg, "VIOLATION torn-fetch cpu1,cpu0 site0")) << svg;
+  // The buggy variant's file checked as it is: the same counterexample, the same picture.
+  const CommandRun check =
+      runFtsim("check --scenario " + kTorn + " --quiet --cex c.json --svg c.svg", dir.string());
+  ASSERT_EQ(check.status, 1) << check.out;
+  EXPECT_EQ(slurp(dir / "c.svg"), svg);
   const CommandRun all = runFtsim("repro --all --svg all.svg", dir.string());
   EXPECT_EQ(all.status, 2) << all.out;
   EXPECT_EQ(countLines(all.out), 1u) << all.out;
@@ -118,9 +133,9 @@ TEST(CliSvg, ReproDrawsTheBuggyVariantOfOneName) {
 
 TEST(CliSvg, BadPathsAreRefusedFirstAndNothingIsWrittenWithoutACounterexample) {
   const fs::path dir = freshDir("edges");
-  for (const std::string args :
+  for (const std::string &args :
        {"check --scenario " + kTorn + " --quiet --svg /nonexistent/dir/x.svg",
-        "replay ftsim-cex.json --svg /nonexistent/dir/x.svg",
+        std::string("replay ftsim-cex.json --svg /nonexistent/dir/x.svg"),
         "repro torn-nop-to-call --svg " + dir.string()}) {
     const CommandRun r = runFtsim(args, dir.string());
     EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
@@ -128,8 +143,10 @@ TEST(CliSvg, BadPathsAreRefusedFirstAndNothingIsWrittenWithoutACounterexample) {
     EXPECT_TRUE(has(r.out, "--svg")) << args << "\n" << r.out;
   }
   EXPECT_TRUE(fs::is_empty(dir)); // the check was refused before it wrote a replay file
-  const std::string fixed = std::string(FTSIM_CORPORA_DIR) + "/scenarios/torn-nop-to-call-fixed.toml";
-  const CommandRun ok = runFtsim("check --scenario " + fixed + " --quiet --svg f.svg", dir.string());
+  const std::string fixed =
+      std::string(FTSIM_CORPORA_DIR) + "/scenarios/torn-nop-to-call-fixed.toml";
+  const CommandRun ok =
+      runFtsim("check --scenario " + fixed + " --quiet --svg f.svg", dir.string());
   EXPECT_EQ(ok.status, 0) << ok.out;
   EXPECT_TRUE(has(ok.out, "--svg f.svg: no counterexample, nothing written")) << ok.out;
   EXPECT_TRUE(fs::is_empty(dir));

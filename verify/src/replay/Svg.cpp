@@ -279,6 +279,11 @@ private:
                       red ? "#c53030" : "#111", stale || red ? " font-weight=\"bold\"" : "");
       text(body_, x + (kCell - 2) / 2, y + 14, fmt::format("{:02x}", view[i]), attrs.c_str());
     }
+    for (std::size_t i = 1; i < view.size(); ++i)
+      if ((site.addr + i) % sim::kLineSize == 0) // a cache-line boundary inside the site
+        body_ += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
+                             "stroke=\"#222\" stroke-width=\"3\"/>\n",
+                             x0 + static_cast<int>(i) * kCell - 2, y - 5, y + kCellHigh + 5);
     if (red)
       body_ += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
                            "stroke=\"#c53030\" stroke-width=\"2.5\"/>\n",
@@ -346,11 +351,21 @@ private:
       text(body_, x + 22, y + 11, what, attrs.c_str());
       x += 34 + static_cast<int>(std::string_view(what).size() * 6.2);
     }
-    text(body_, x, y + 11,
+    if (std::any_of(c_.sites.begin(), c_.sites.end(), [](const SvgSite &site) {
+          return site.addr / sim::kLineSize != (site.addr + site.size - 1) / sim::kLineSize;
+        })) {
+      body_ += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#222\" "
+                           "stroke-width=\"3\"/>\n",
+                           x + 8, y - 2, y + 16);
+      text(body_, x + 18, y + 11, fmt::format("{}-byte cache-line boundary", sim::kLineSize),
+           attrs.c_str());
+    }
+    text(body_, kMargin, y + 31,
          "boxes: blue patcher store, purple publication, teal IPI, orange dashed preemption, "
-         "green guest step",
+         "green guest step; an arrow: a sync IPI from the patcher; the list below gives each event "
+         "in full",
          attrs.c_str());
-    return y + 22;
+    return y + 40;
   }
 
   int violationBox(int y) {
