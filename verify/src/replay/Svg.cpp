@@ -290,20 +290,20 @@ private:
                            x0 - 3, y - 3, static_cast<int>(view.size()) * kCell + 4, kCellHigh + 6);
   }
 
-  // An IPI: an arrow from the patcher's lane (its sync) to the CPU that takes it.
+  // An IPI: an arrow from the patcher's lane (its sync) to the CPU that takes it, down the
+  // column's right margin (clear of the cells).
   void arrows(std::size_t k) {
     const sim::EventRecord &e = c_.columns[k].event;
     if (e.kind != sim::EventKind::Ipi || e.cpu == c_.patcherCpu)
       return;
-    const int x = colX(k) + colW_ / 2;
+    const int x = colX(k) + colW_ - 12;
     const bool down = e.cpu > c_.patcherCpu;
-    const int from = laneY(c_.patcherCpu) + (down ? kBand - 2 : 4);
+    const int from = laneY(c_.patcherCpu) + (down ? 6 : 0);
     const int to = laneY(e.cpu) + (down ? 4 : kBand - 4);
     body_ += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#2c7a7b\" "
-                         "stroke-width=\"2\" marker-end=\"url(#arrow)\"/>\n",
-                         x, from, to);
-    const std::string attrs = fmt::format("{} font-size=\"10\" fill=\"#2c7a7b\"", kSans);
-    text(body_, x + 5, (from + to) / 2, "sync_core IPI", attrs.c_str());
+                         "stroke-width=\"2\" marker-end=\"url(#arrow)\"><title>the patcher's sync "
+                         "IPI, taken by cpu{3}</title></line>\n",
+                         x, from, to, e.cpu);
   }
 
   int caption(int y) {
