@@ -115,7 +115,9 @@ std::pair<std::string, std::string> label(const Harness &h, const sim::EventReco
   if (e.outcome != sim::StepOutcome::None && e.outcome != sim::StepOutcome::WatchedStop)
     what += std::string(sim::stepOutcomeName(e.outcome));
   else
-    what += e.fetchSize ? "fetch" : std::string(sim::eventKindName(e.kind));
+    what += e.kind == sim::EventKind::FetchLine ? "fetch, 1st line"
+            : e.fetchSize                       ? "fetch"
+                                                : std::string(sim::eventKindName(e.kind));
   if (e.fetchSize)
     return {what, fmt::format("{} [{}]", h.symbol(e.fetchAddr), arch::hexBytes(bytes))};
   if (e.dataSize)
@@ -309,12 +311,19 @@ private:
   int caption(int y) {
     const std::string attrs = fmt::format("{} font-size=\"12\" fill=\"#333\"", kSans);
     const std::uint64_t trail = c_.columns.size() + c_.trailNotDrawn;
-    std::vector<std::string> lines{fmt::format(
-        "Columns: the {} events of the violation's trail out of the {} events up to it (#0-#{}); "
-        "{} elided (steps and runs that fetch no watched text, touch no watched data and carry "
-        "no annotation). Under each CPU: each site's bytes in that CPU's instruction view after "
-        "the column's event.",
-        trail, c_.eventsUpToViolation, c_.violation.event, c_.eventsUpToViolation - trail)};
+    std::vector<std::string> lines{
+        fmt::format(
+            "Columns: the {} events of the violation's trail out of the {} events up to it "
+            "(#0-#{}); "
+            "{} elided (steps and runs that fetch no watched text, touch no watched data and carry "
+            "no annotation). Under each CPU: each site's bytes in that CPU's instruction view "
+            "after "
+            "the column's event.",
+            trail, c_.eventsUpToViolation, c_.violation.event, c_.eventsUpToViolation - trail),
+        fmt::format("cpu{} (the patcher) sees its own stores at once: its row is memory. Another "
+                    "CPU's view keeps what it holds until the fetch model ({}) lets a store reach "
+                    "it.",
+                    c_.patcherCpu, h_.scenario().fetch->name())};
     if (c_.trailNotDrawn)
       lines.push_back(fmt::format("The first {} events of the trail are not drawn (the last {} "
                                   "are; ftsim replay prints them all).",

@@ -11,6 +11,7 @@
 #include "ftsim/verify/replay/Timeline.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace ftsim::verify {
