@@ -14,6 +14,7 @@
 #include "ftsim/verify/explore/SubtreeFiles.h"
 #include "ftsim/verify/harness/Harness.h"
 #include "ftsim/verify/replay/Replay.h"
+#include "ftsim/verify/replay/Svg.h"
 #include "ftsim/verify/replay/Timeline.h"
 
 #include <fmt/format.h>
@@ -29,6 +30,7 @@ struct CheckFlags {
   verify::CheckRequest request;
   std::string cex;
   std::string chrome;
+  std::string svg;
   bool json = false;
   bool quiet = false;
   bool progress = false;
@@ -129,6 +131,8 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
     checkWritable(f.cex, "--cex");
   if (!f.chrome.empty())
     checkWritable(f.chrome, "--chrome");
+  if (!f.svg.empty())
+    checkWritable(f.svg, "--svg");
   if (f.progress && f.quiet)
     fatal("--progress and --quiet: choose one");
   if (f.progress || showProgress(f.quiet))
@@ -161,13 +165,14 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
     eo.progress = nullptr;
     const std::optional<verify::CheckReport> r = verify::mpiCheck(*harness, eo);
     if (r) // rank 0 prints the one result
-      printCheck(*harness, eo, *r, ReportFlags{f.cex, f.chrome, f.json, true}, result);
+      printCheck(*harness, eo, *r, ReportFlags{f.cex, f.chrome, f.svg, f.json, true}, result);
     return;
   }
 #endif
   const verify::CheckReport r = verify::check(*harness, eo);
   printCheck(*harness, eo, r,
-             ReportFlags{f.cex, f.chrome, f.json, !(f.progress || showProgress(f.quiet))}, result);
+             ReportFlags{f.cex, f.chrome, f.svg, f.json, !(f.progress || showProgress(f.quiet))},
+             result);
 }
 
 } // namespace
@@ -184,10 +189,14 @@ void printCheck(verify::Harness &h, const verify::ExploreOptions &eo, const veri
     verify::writeReplayFile(path, s, *r.minimised);
     if (!f.chrome.empty())
       writeTextFile(f.chrome, verify::chromeTrace(*harness, {r.minimised->violation}));
-  } else if (!f.chrome.empty()) {
-    std::fprintf(stderr, "ftsim: --chrome %s: no counterexample, nothing written\n",
-                 f.chrome.c_str());
   }
+  for (const auto &[flag, file] : {std::pair{"--chrome", &f.chrome}, std::pair{"--svg", &f.svg}})
+    if (!r.minimised && !file->empty())
+      std::fprintf(stderr, "ftsim: %s %s: no counterexample, nothing written\n", flag,
+                   file->c_str());
+  // Last: drawing replays the counterexample, so the harness's machine then holds it again.
+  if (r.minimised && !f.svg.empty())
+    writeTextFile(f.svg, verify::counterexampleSvg(*harness, *r.minimised, path));
   fmt::print("{}", f.json ? verify::checkJson(*harness, eo, r, path)
                           : verify::formatCheck(*harness, r, path));
   result.exitCode = verify::exitStatus(r.verdict);
@@ -261,6 +270,9 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                 "with --kernel/--kernel-tree: a kprobe-like int3 on the second traced function, "
                 "which the batch does not own (poke_int3_handler sees it first, as in Linux)");
   cmd->add_option("--chrome", f->chrome, "write the counterexample's Chrome trace-event JSON");
+  cmd->add_option("--svg", f->svg,
+                  "draw the counterexample as an SVG picture: CPUs as lanes over the violation's "
+                  "trail, each CPU's view of the patched sites, the violation decoded");
   cmd->add_option("--split", f->split,
                   "write the tree's subtrees as N job files in DIR (nothing is searched)")
       ->expected(2)

@@ -41,9 +41,10 @@ void addReproCommand(CLI::App &app, CommandResult &result);
 void addMergeCommand(CLI::App &app, CommandResult &result);
 
 // How `check` and `merge` print a check report: the counterexample's replay file (--cex, or a
-// fresh ftsim-cex.json) and Chrome trace, then the report as text or JSON; sets the exit status.
+// fresh ftsim-cex.json), Chrome trace and SVG picture, then the report as text or JSON; sets the
+// exit status.
 struct ReportFlags {
-  std::string cex, chrome;
+  std::string cex, chrome, svg;
   bool json = false;
   bool quiet = false; // no progress line was shown (none to end)
 };

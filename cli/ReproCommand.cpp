@@ -1,11 +1,13 @@
 // ftsim repro: reproduce the published scenarios (verify/repro/Repro.h) — each variant checked with
 // its file's own exploration, compared with the published outcome. Exit 0 when every variant run
-// matches, 1 when one differs, 2 on bad input.
+// matches, 1 when one differs, 2 on bad input. --svg FILE (one NAME) draws the counterexample of
+// its first variant that shows a violation (Svg.h).
 
 #include "Commands.h"
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/harness/Harness.h"
+#include "ftsim/verify/replay/Svg.h"
 #include "ftsim/verify/repro/Repro.h"
 
 #include <fmt/format.h>
@@ -24,7 +26,30 @@ struct ReproFlags {
   double firstLimit = 10;
   bool quiet = false;
   std::string dir;
+  std::string svg;
 };
+
+// --svg: the first variant (in file order) with a counterexample, drawn; the others that have one
+// are named.
+void writeSvg(const std::string &path, const std::vector<verify::ReproOutcome> &group) {
+  std::vector<const verify::ReproOutcome *> violating;
+  for (const verify::ReproOutcome &o : group)
+    if (o.report.minimised)
+      violating.push_back(&o);
+  if (violating.empty()) {
+    std::fprintf(stderr, "ftsim: --svg %s: no variant has a counterexample, nothing written\n",
+                 path.c_str());
+    return;
+  }
+  const verify::ReproOutcome &first = *violating.front();
+  auto harness = verify::makeHarness(first.scenario, harnessEnv());
+  writeTextFile(path, verify::counterexampleSvg(*harness, *first.report.minimised, first.file));
+  fmt::print("svg: {} (the counterexample of {})\n", path, first.scenario.name);
+  for (std::size_t i = 1; i < violating.size(); ++i)
+    fmt::print("svg: {} also has a counterexample, not drawn (ftsim check --scenario {} --svg "
+               "FILE draws it)\n",
+               violating[i]->scenario.name, violating[i]->file);
+}
 
 void run(const ReproFlags &f, CommandResult &result) {
   const auto published = verify::publishedScenarios(f.dir.empty() ? scenarioDir() : f.dir);
@@ -41,6 +66,11 @@ void run(const ReproFlags &f, CommandResult &result) {
       chosen.push_back(&p);
   for (const std::string &name : f.names)
     chosen.push_back(&verify::findPublished(published, name));
+  if (!f.svg.empty()) {
+    if (f.names.size() != 1)
+      fatal("--svg {}: give exactly one NAME (the picture of one counterexample)", f.svg);
+    checkWritable(f.svg, "--svg");
+  }
   if (!(f.firstLimit > 0 && f.firstLimit <= 86400))
     fatal("--first-limit {}: give seconds between 0 and 86400", f.firstLimit);
   const double firstLimit = f.firsts || f.markdown ? f.firstLimit : 0;
@@ -64,6 +94,8 @@ void run(const ReproFlags &f, CommandResult &result) {
     shown.push_back(*p);
     outcomes.push_back(std::move(group));
   }
+  if (!f.svg.empty())
+    writeSvg(f.svg, outcomes.front());
   if (f.markdown)
     fmt::print("{}", verify::reproMarkdown(shown, outcomes));
   else
@@ -91,6 +123,9 @@ void addReproCommand(CLI::App &app, CommandResult &result) {
                 "first-counterexample times");
   cmd->add_option("--dir", f->dir,
                   "a directory of scenario files to group instead of the shipped ones");
+  cmd->add_option("--svg", f->svg,
+                  "with one NAME: draw the counterexample of its first variant (in file order) "
+                  "that has one as an SVG picture; other violating variants are named");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
   cmd->callback([f, &result] { run(*f, result); });
 }

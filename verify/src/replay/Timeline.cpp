@@ -74,9 +74,9 @@ std::string describeEvent(const Harness &h, const sim::Machine &machine,
   return out;
 }
 
-std::vector<std::string> eventTrail(const Harness &h, const sim::Machine &machine,
-                                    std::uint64_t upTo) {
-  std::vector<std::string> out;
+std::vector<std::uint64_t> trailEvents(const Harness &h, const sim::Machine &machine,
+                                       std::uint64_t upTo) {
+  std::vector<std::uint64_t> out;
   for (const sim::EventRecord &e : machine.events()) {
     if (e.index > upTo)
       break;
@@ -85,8 +85,17 @@ std::vector<std::string> eventTrail(const Harness &h, const sim::Machine &machin
         !e.dataSize && !e.sharedRead &&
         (e.outcome == sim::StepOutcome::None || e.outcome == sim::StepOutcome::WatchedStop);
     if (!plain || e.index == upTo || !h.annotate(e).empty())
-      out.push_back(describeEvent(h, machine, e));
+      out.push_back(e.index);
   }
+  return out;
+}
+
+std::vector<std::string> eventTrail(const Harness &h, const sim::Machine &machine,
+                                    std::uint64_t upTo) {
+  std::vector<std::string> out;
+  const std::span<const sim::EventRecord> events = machine.events();
+  for (const std::uint64_t i : trailEvents(h, machine, upTo))
+    out.push_back(describeEvent(h, machine, events[i]));
   return out;
 }
 

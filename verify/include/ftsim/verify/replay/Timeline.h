@@ -18,6 +18,11 @@ class Harness;
 std::string describeEvent(const Harness &harness, const sim::Machine &machine,
                           const sim::EventRecord &event);
 
+// The indices of the events that led to event `upTo` (eventTrail's selection): every event that
+// touches watched text or engine state, every event the harness annotates, and `upTo` itself.
+std::vector<std::uint64_t> trailEvents(const Harness &harness, const sim::Machine &machine,
+                                       std::uint64_t upTo);
+
 // The events that led to event `upTo`: every event that touches watched text or engine state
 // (stores, publications, IPIs, preemptions, site fetches, traps, hypercalls, notes), every event
 // the harness annotates, and `upTo` itself.
