@@ -6,8 +6,9 @@
 // (sim::FetchModel::admissible(), translated to constraints here):
 //   Newest:            every byte from the text state at T;
 //   NewestPerLine:     the bytes of each 64-byte line from the state at that line's own read
-//                      instant u_L, with T the last of them and no sync completing in between (the
-//                      fetching CPU is not at an instruction boundary, so it cannot take the IPI);
+//                      instant u_L, the lines read in address order, with T the last of them and no
+//                      sync completing in between (the fetching CPU is not at an instruction
+//                      boundary, so it cannot take the IPI);
 //   AnySinceSerialise: each granule from any state between the CPU's last serialisation S and T,
 //                      where S is at or after every sync completed at or before T.
 // Safe: the bytes are the old instruction, the new one, or start with the trap while the protocol's
@@ -159,6 +160,10 @@ std::vector<z3::expr> ByteStateProver::Impl::readInstants(const arch::Arch &arch
           if (trace.points[p].afterSync)
             solver_.add(!(z3::ult(u, at(p)) && z3::ule(at(p), T)));
         isLast.push_back(u == T);
+        // In address order, as the machine fetches a straddling instruction (FetchLine reads the
+        // first line, the step the second).
+        if (!lineRead.empty())
+          solver_.add(z3::ule(std::prev(lineRead.end())->second, u));
         it = lineRead.emplace(line, u).first;
       }
       instant.push_back(it->second);
