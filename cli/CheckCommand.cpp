@@ -32,6 +32,7 @@ struct CheckFlags {
   bool json = false;
   bool quiet = false;
   bool progress = false;
+  bool fullTimeline = false;
   std::vector<std::string> split; // N DIR
   std::string subtree, out, checkpoint, resume;
   std::optional<double> checkpointEvery;
@@ -123,6 +124,7 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
   request.scenarioFile = resolveScenarioPath(request.scenarioFile);
   const verify::Scenario s = verify::buildCheckScenario(request);
   verify::ExploreOptions eo = verify::buildExploreOptions(s, request);
+  eo.fullTrail = f.fullTimeline;
   if (!f.split.empty())
     return writeSplit(f, s, eo, result);
   if (!f.cex.empty())
@@ -235,6 +237,9 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
       "where to write the replay file (default: ftsim-cex.json in the working directory, or "
       "ftsim-cex-N.json if that exists; never an existing file)");
   cmd->add_flag("--json", f->json, "machine-readable result on stdout (no times)");
+  cmd->add_flag("--full-timeline", f->fullTimeline,
+                "the counterexample's every event up to the violation, not only those that led "
+                "to it");
   cmd->add_flag("--naive", r.naive, "exhaustive without reduction (to measure DPOR)");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
   cmd->add_flag("--progress", f->progress,
