@@ -50,6 +50,11 @@ Involved involvedIn(const Harness &h, const sim::Machine &m, const Violation &v)
       addSite(at->fetchAddr);
     addSite(at->pc);
   }
+  // A violation of no site of its own (a task's wrong result): every site its CPUs fetched from.
+  if (in.sites.empty())
+    for (const sim::EventRecord &e : events)
+      if (e.index <= v.event && e.fetchSize && in.cpus.count(e.cpu) && !isPatcherEvent(m, e))
+        addSite(e.fetchAddr);
   return in;
 }
 

@@ -4,7 +4,8 @@
 //
 // An event is relevant when it is the violation itself; a store of the patcher to a site the
 // violation involves (the sites of its pc, of its fetch, the one it names and those the observing
-// CPU fetched from in its last kSliceLastSteps events); a publication,
+// CPU fetched from in its last kSliceLastSteps events; for a violation that names no site, such
+// as a task's wrong result, every site its CPUs fetched from); a publication,
 // allocation or free of the patcher; an IPI, preemption or serialising instruction of a CPU the
 // violation involves; an event of such a CPU that fetches from an involved site, traps, faults or
 // that the harness annotates; or one of the observing CPU's last kSliceLastSteps events up to the
