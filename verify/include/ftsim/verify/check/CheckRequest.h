@@ -15,7 +15,8 @@ namespace ftsim::verify {
 struct CheckRequest {
   std::string scenarioFile; // "" : built from the flags
   // The trampoline scenarios' shorthand: any of these makes a kind "trampoline" scenario.
-  std::optional<std::string> trampFree;     // immediate | sched-sync | rcu-tasks | rude | rcu-tasks-classic
+  std::optional<std::string>
+      trampFree; // immediate | sched-sync | rcu-tasks | rude | rcu-tasks-classic
   std::optional<std::string> trampScenario; // tramp-free-preempted | ops-uaf-no-sync
   bool noSyncUnchanged = false;
   bool preempt = false; // trampoline scenarios: timer preemption
