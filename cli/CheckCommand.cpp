@@ -34,6 +34,7 @@ struct CheckFlags {
   bool json = false;
   bool quiet = false;
   bool progress = false;
+  bool fullTimeline = false;
   std::vector<std::string> split; // N DIR
   std::string subtree, out, checkpoint, resume;
   std::optional<double> checkpointEvery;
@@ -96,24 +97,19 @@ void runSubtree(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
   result.exitCode = 0;
 }
 
-void progressLine(const verify::ExploreStats &st) {
-  if (st.subtrees == 0) {
-    std::fprintf(stderr, "\rftsim check: %llu executions, %llu pruned, %llu states, %.0f s",
-                 static_cast<unsigned long long>(st.executions),
-                 static_cast<unsigned long long>(st.pruned),
-                 static_cast<unsigned long long>(st.distinctStates), st.seconds);
-  } else if (st.estimatedExecutions == 0) {
-    std::fprintf(stderr, "\rftsim check: %llu executions, %llu subtrees, %.0f s",
-                 static_cast<unsigned long long>(st.executions),
-                 static_cast<unsigned long long>(st.subtrees), st.seconds);
-  } else {
-    std::fprintf(stderr,
-                 "\rftsim check: %llu executions of about %llu (estimate), %.0f s, ETA %.0f s  ",
-                 static_cast<unsigned long long>(st.executions),
-                 static_cast<unsigned long long>(st.estimatedExecutions), st.seconds,
-                 st.etaSeconds < 0 ? 0.0 : st.etaSeconds);
-  }
-  std::fflush(stderr);
+// The running stats as a progress report: executions of the split tree's estimate (with its
+// ETA), of a randomised explorer's runs, or of an unsplit tree's budget.
+void reportProgress(Progress &p, const verify::ExploreOptions &eo, const verify::ExploreStats &st) {
+  const std::string detail = fmt::format("{} pruned, {} states", st.pruned, st.distinctStates);
+  if (st.estimatedExecutions)
+    p.update(st.executions, st.estimatedExecutions,
+             st.etaSeconds < 0 ? std::optional<double>() : std::optional<double>(st.etaSeconds),
+             detail + ", total estimated");
+  else if (verify::explorerByName(eo.explorer).exhaustive())
+    p.update(st.executions, 0, std::nullopt,
+             fmt::format("{}, budget {}", detail, eo.maxExecutions));
+  else
+    p.update(st.executions, eo.maxExecutions, std::nullopt, detail);
 }
 
 void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
@@ -125,6 +121,7 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
   request.scenarioFile = resolveScenarioPath(request.scenarioFile);
   const verify::Scenario s = verify::buildCheckScenario(request);
   verify::ExploreOptions eo = verify::buildExploreOptions(s, request);
+  eo.fullTrail = f.fullTimeline;
   if (!f.split.empty())
     return writeSplit(f, s, eo, result);
   if (!f.cex.empty())
@@ -135,8 +132,12 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
     checkWritable(f.svg, "--svg");
   if (f.progress && f.quiet)
     fatal("--progress and --quiet: choose one");
-  if (f.progress || showProgress(f.quiet))
-    eo.progress = progressLine;
+  auto progress =
+      std::make_shared<Progress>("check", "executions", progressMode(f.progress, f.quiet));
+  if (progress->enabled())
+    eo.progress = [progress, &eo](const verify::ExploreStats &st) {
+      reportProgress(*progress, eo, st);
+    };
   std::shared_ptr<verify::SubtreeHooks> hooks;
   if (!f.checkpoint.empty() || !f.resume.empty() || f.checkpointEvery) {
     if (eo.subtrees == 0)
@@ -170,9 +171,9 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
   }
 #endif
   const verify::CheckReport r = verify::check(*harness, eo);
-  printCheck(*harness, eo, r,
-             ReportFlags{f.cex, f.chrome, f.svg, f.json, !(f.progress || showProgress(f.quiet))},
-             result);
+  progress->update(r.result.stats.executions, r.result.stats.executions, 0.0, "done");
+  progress->finish();
+  printCheck(*harness, eo, r, ReportFlags{f.cex, f.chrome, f.svg, f.json, true}, result);
 }
 
 } // namespace
@@ -244,11 +245,12 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
       "where to write the replay file (default: ftsim-cex.json in the working directory, or "
       "ftsim-cex-N.json if that exists; never an existing file)");
   cmd->add_flag("--json", f->json, "machine-readable result on stdout (no times)");
+  cmd->add_flag("--full-timeline", f->fullTimeline,
+                "the counterexample's every event up to the violation, not only those that led "
+                "to it");
   cmd->add_flag("--naive", r.naive, "exhaustive without reduction (to measure DPOR)");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
-  cmd->add_flag("--progress", f->progress,
-                "progress (and, for split trees, the estimate and ETA) on stderr even when it is "
-                "not a terminal");
+  addProgressFlag(cmd, f->progress);
   optionalFlag(cmd, "--tramp-free", r.trampFree,
                "trampoline scenarios: when a dynamic ops' trampoline is freed: immediate, "
                "sched-sync, rcu-tasks, rude, rcu-tasks-classic");

@@ -2,6 +2,8 @@
 // Each ftsim subcommand registers itself on the app and sets `exitCode` when it runs. Commands are
 // thin: parse, call the libraries, print. User mistakes throw ftsim::FatalError (one line, exit 2).
 
+#include "ftsim/arch/Progress.h"
+
 #include <CLI/CLI.hpp>
 
 #include <optional>
@@ -60,6 +62,12 @@ void optionalFlag(CLI::App *cmd, const char *name, std::optional<T> &into, const
 
 // Whether progress lines go to stderr: only to a terminal, and never with --quiet.
 bool showProgress(bool quiet);
+// How a command reports progress on stderr (verify/Progress.h): on a terminal a line rewritten in
+// place; into a file or pipe only with --progress (`forced`), a line per report; never with
+// --quiet.
+ProgressMode progressMode(bool forced, bool quiet = false);
+// The --progress flag, worded the same for every command.
+void addProgressFlag(CLI::App *cmd, bool &forced);
 
 // The directory holding the built-in guest images (<flavour>/kernel.elf): $FTSIM_GUEST_DIR;
 // else, for the ftsim of a build tree, that tree's corpora/ output; else (an installed ftsim)

@@ -22,7 +22,19 @@
 namespace ftsim::cli {
 namespace {
 
-void section(const std::string &title) { fmt::print("\n== {}\n", title); }
+// The demo's sections, done of kSections, as progress on stderr.
+constexpr unsigned kSections = 5;
+Progress *demoProgress = nullptr;
+unsigned sectionsDone = 0;
+
+void section(const std::string &title) {
+  if (demoProgress) {
+    demoProgress->update(sectionsDone++, kSections);
+    demoProgress->clear();
+  }
+  fmt::print("\n== {}\n", title);
+  std::fflush(stdout);
+}
 
 // Boot the built-in image and return it with its records.
 void demoBoot(const std::string &archName) {
@@ -140,7 +152,12 @@ bool demoExplore() {
 void addDemoCommand(CLI::App &app, CommandResult &result) {
   auto *cmd = app.add_subcommand("demo", "Boot the built-in guest images and show the torn-"
                                          "instruction hazard and today's protocol, end to end");
-  cmd->callback([&result] {
+  auto forced = std::make_shared<bool>(false);
+  addProgressFlag(cmd, *forced);
+  cmd->callback([forced, &result] {
+    Progress progress("demo", "sections", progressMode(*forced));
+    demoProgress = &progress;
+    sectionsDone = 0;
     section("Boot: every mcount/fentry call site becomes a nop (ftrace_init)");
     for (const std::string &name : executableArchNames())
       demoBoot(name);
@@ -186,6 +203,9 @@ void addDemoCommand(CLI::App &app, CommandResult &result) {
                  proof.holds ? proof.name : proof.counterexample);
       ok &= proof.holds;
     }
+    progress.update(kSections, kSections);
+    progress.finish();
+    demoProgress = nullptr;
     result.exitCode = ok ? 0 : 1;
   });
 }

@@ -32,6 +32,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     unsigned maxSteps = 6;
     bool json = false;
     bool quiet = false;
+    bool progress = false;
   };
   auto o = std::make_shared<Options>();
   auto *seconds = cmd->add_option("--seconds", o->seconds, "time budget, 0.1-86400 (default 10)")
@@ -56,6 +57,7 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
       "ftsim-fuzz-N.json if that exists; never an existing file)");
   cmd->add_flag("--json", o->json, "machine-readable result on stdout (no times)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr (shown only on a terminal)");
+  addProgressFlag(cmd, o->progress);
   cmd->callback([o, &result] {
     executableArch(o->arch);
     if (!o->cex.empty())
@@ -70,16 +72,21 @@ void addFuzzCommand(CLI::App &app, CommandResult &result) {
     f.maxSteps = o->maxSteps;
     f.protocol = o->protocol;
     f.linuxProfile = o->linuxProfile;
-    if (showProgress(o->quiet))
-      f.progress = [](std::uint64_t runs, std::uint64_t events) {
-        std::fprintf(stderr, "\rftsim fuzz: %llu runs, %llu events",
-                     static_cast<unsigned long long>(runs),
-                     static_cast<unsigned long long>(events));
-        std::fflush(stderr);
+    if (o->progress && o->quiet)
+      fatal("--progress and --quiet: choose one");
+    Progress progress("fuzz", "runs", progressMode(o->progress, o->quiet));
+    const auto started = std::chrono::steady_clock::now();
+    if (progress.enabled())
+      f.progress = [&](std::uint64_t runs, std::uint64_t events) {
+        // --runs R: runs of R; else the time budget says what remains.
+        const double spent =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        progress.update(runs, f.runs,
+                        f.runs ? std::nullopt : std::optional<double>(f.seconds - spent),
+                        fmt::format("{} events", events));
       };
     const verify::FuzzResult r = verify::fuzz(f);
-    if (showProgress(o->quiet))
-      std::fprintf(stderr, "\n");
+    progress.finish();
     std::string path;
     if (r.failing) {
       path = o->cex.empty() ? freshOutputPath("ftsim-fuzz", "--cex") : o->cex;

@@ -118,6 +118,16 @@ verify::HarnessEnv harnessEnv() {
 
 bool showProgress(bool quiet) { return !quiet && ::isatty(STDERR_FILENO) == 1; }
 
+ProgressMode progressMode(bool forced, bool quiet) {
+  return ftsim::progressMode(forced, quiet, ::isatty(STDERR_FILENO) == 1);
+}
+
+void addProgressFlag(CLI::App *cmd, bool &forced) {
+  cmd->add_flag("--progress", forced,
+                "progress with an estimate of what remains on stderr even when it is not a "
+                "terminal (one line per report; on a terminal it is shown anyway)");
+}
+
 void checkWritable(const std::string &path, std::string_view flag) {
   namespace fs = std::filesystem;
   std::error_code ec;

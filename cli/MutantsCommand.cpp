@@ -16,8 +16,12 @@ namespace ftsim::cli {
 namespace {
 
 // --kernel / --kernel-tree: the source mutants of a Linux tree's own text_poke code.
-void runKernelMutants(const std::string &kernel, const std::string &tree, CommandResult &result) {
-  const verify::LinuxMutationScore score = verify::runLinuxMutants(kernel, tree);
+void runKernelMutants(const std::string &kernel, const std::string &tree, bool forced,
+                      CommandResult &result) {
+  Progress progress("mutants", "scenario runs", progressMode(forced));
+  const verify::LinuxMutationScore score =
+      verify::runLinuxMutants(kernel, tree, progress.enabled() ? progress.fn() : ProgressFn());
+  progress.finish();
   fmt::print("{}\n", score.tree);
   for (const verify::LinuxMutantResult &r : score.results) {
     const std::string name = r.op.empty() ? "(the tree)" : r.op;
@@ -53,6 +57,7 @@ void addMutantsCommand(CLI::App &app, CommandResult &result) {
                  "the Z3 byte-state proof; the correct protocol must survive");
   auto archName = std::make_shared<std::string>(defaultArchName());
   auto all = std::make_shared<bool>(false);
+  auto forced = std::make_shared<bool>(false);
   cmd->add_option("--arch", *archName, fmt::format("{}", fmt::join(executableArchNames(), " or ")));
   auto kernel = std::make_shared<std::string>();
   auto kernelTree = std::make_shared<std::string>();
@@ -63,11 +68,12 @@ void addMutantsCommand(CLI::App &app, CommandResult &result) {
   cmd->add_flag("--all-checkers", *all,
                 "run every checker on every mutant (default: stop at the "
                 "first killer)");
-  cmd->callback([archName, all, kernel, kernelTree, &result] {
+  addProgressFlag(cmd, *forced);
+  cmd->callback([archName, all, kernel, kernelTree, forced, &result] {
     if (!kernel->empty() || !kernelTree->empty()) {
       if (!kernel->empty() && !kernelTree->empty())
         fatal("mutants: --kernel and --kernel-tree exclude each other");
-      runKernelMutants(*kernel, *kernelTree, result);
+      runKernelMutants(*kernel, *kernelTree, *forced, result);
       return;
     }
     const arch::Arch &a = arch::archByName(*archName);
@@ -75,7 +81,10 @@ void addMutantsCommand(CLI::App &app, CommandResult &result) {
       fatal("--arch {}: mutants need an executable architecture ({})", a.name(),
             fmt::join(executableArchNames(), ", "));
     const auto checkers = verify::defaultMutantCheckers(a);
-    verify::MutationScore score = verify::runMutants(a, checkers, *all);
+    Progress progress("mutants", "mutants", progressMode(*forced));
+    verify::MutationScore score =
+        verify::runMutants(a, checkers, *all, progress.enabled() ? progress.fn() : ProgressFn());
+    progress.finish();
     for (const verify::MutantResult &r : score.results) {
       std::string verdict;
       if (r.correct)

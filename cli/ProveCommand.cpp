@@ -19,6 +19,7 @@ void addProveCommand(CLI::App &app, CommandResult &result) {
                "store and fetch model, branch-encoding round trips and ranges, trampoline freeing "
                "on a bounded task model");
   auto q = std::make_shared<verify::ProveRequest>();
+  auto forced = std::make_shared<bool>(false);
   optionalFlag(cmd, "--arch", q->arch, "x86_64 or ppc32 (default: both)");
   optionalFlag(cmd, "--protocol", q->protocol,
                "a protocol name (ftsim protocols); default: each architecture's correct one");
@@ -36,8 +37,13 @@ void addProveCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--cpus", q->cpus, "bounded task model: CPUs (1-8)")->check(CLI::Range(1, 8));
   cmd->add_option("--steps", q->steps, "bounded task model: events per schedule (1-64)")
       ->check(CLI::Range(1, 64));
-  cmd->callback([q, &result] {
+  addProgressFlag(cmd, *forced);
+  cmd->callback([q, forced, &result] {
+    Progress progress("prove", "stages", progressMode(*forced));
+    if (progress.enabled())
+      q->progress = progress.fn();
     const verify::ProveReport r = verify::prove(*q);
+    progress.finish();
     fmt::print("{}{}\n", r.text, verify::verdictWord(r.verdict));
     result.exitCode = verify::exitStatus(r.verdict);
   });

@@ -25,6 +25,7 @@ struct ReproFlags {
   bool firsts = false;
   double firstLimit = 10;
   bool quiet = false;
+  bool progress = false;
   std::string dir;
   std::string svg;
 };
@@ -77,23 +78,29 @@ void run(const ReproFlags &f, CommandResult &result) {
   std::vector<verify::PublishedScenario> shown;
   std::vector<std::vector<verify::ReproOutcome>> outcomes;
   unsigned variants = 0, matching = 0;
+  if (f.progress && f.quiet)
+    fatal("--progress and --quiet: choose one");
+  Progress progress("repro", "variants", progressMode(f.progress, f.quiet));
+  std::uint64_t total = 0;
+  for (const verify::PublishedScenario *p : chosen)
+    total += p->variants.size();
   for (const verify::PublishedScenario *p : chosen) {
     std::vector<verify::ReproOutcome> group;
     for (std::size_t i = 0; i < p->variants.size(); ++i) {
-      if (showProgress(f.quiet))
-        std::fprintf(stderr, "\rftsim repro: %-60s", p->variants[i].name.c_str());
+      progress.update(variants, total, std::nullopt, p->variants[i].name);
       group.push_back(
           verify::reproduceVariant(p->files[i], p->variants[i], harnessEnv(), firstLimit));
       ++variants;
       matching += group.back().matches;
     }
-    if (showProgress(f.quiet))
-      std::fprintf(stderr, "\r%-75s\r", "");
+    progress.update(variants, total);
+    progress.clear();
     if (!f.markdown)
       fmt::print("{}", verify::formatRepro(*p, group));
     shown.push_back(*p);
     outcomes.push_back(std::move(group));
   }
+  progress.finish();
   if (!f.svg.empty())
     writeSvg(f.svg, outcomes.front());
   if (f.markdown)
@@ -127,6 +134,7 @@ void addReproCommand(CLI::App &app, CommandResult &result) {
                   "with one NAME: draw the counterexample of its first variant (in file order) "
                   "that has one as an SVG picture; other violating variants are named");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
+  addProgressFlag(cmd, f->progress);
   cmd->callback([f, &result] { run(*f, result); });
 }
 

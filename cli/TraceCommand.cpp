@@ -37,6 +37,7 @@ struct TraceOptions {
   bool profile = false;
   bool stack = false;
   std::size_t synthetic = 0; // >0: enable the tracer on an N-function synthetic image, no trace
+  bool progress = false;
 };
 
 // --synthetic N: what enabling the tracer on every site costs, deterministic counts only (the
@@ -92,7 +93,21 @@ void runTrace(const TraceOptions &o, CommandResult &result) {
   for (unsigned cpu = 0; cpu < o.cpus; ++cpu)
     kernel.addWorkload(o.workload, cpu, o.seed + cpu);
   sim::RandomScheduler scheduler(o.seed);
-  const sim::RunResult run = kernel.run(scheduler, o.maxEvents);
+  // In batches of events when progress is shown (the machine resumes where a batch stopped: the
+  // same run as one call); the estimate is against --max-events, an upper bound.
+  Progress progress("trace", "events", progressMode(o.progress));
+  const std::uint64_t batch = progress.enabled() ? 1'000'000 : o.maxEvents;
+  sim::RunResult run;
+  for (std::uint64_t done = 0; done < o.maxEvents;) {
+    const sim::RunResult part = kernel.run(scheduler, std::min(batch, o.maxEvents - done));
+    done += part.events;
+    run.events = done;
+    run.status = part.status;
+    progress.update(done, o.maxEvents, std::nullopt, "at most: --max-events");
+    if (part.status != sim::RunResult::Status::EventLimit)
+      break;
+  }
+  progress.finish();
   std::fputs(fs.read("trace").c_str(), stdout);
   if (o.profile)
     for (unsigned cpu = 0; cpu < o.cpus; ++cpu)
@@ -145,6 +160,7 @@ void addTraceCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--image", o->image, "built-in image name or linked ELF path");
   cmd->add_flag("--profile", o->profile, "also enable the function profiler (trace_stat)");
   cmd->add_flag("--stack", o->stack, "also enable the stack tracer (stack_trace)");
+  addProgressFlag(cmd, o->progress);
   auto *synthetic = cmd->add_option(
       "--synthetic", o->synthetic,
       "instead: boot a synthetic image of N functions (1..1000000), enable --tracer on every "

@@ -206,6 +206,9 @@ struct Machine::Impl {
   arch::TrapHandler trapHandler;
   std::uint64_t exitStub = 0;
   PatcherRuntime patcher;
+  // The CPU whose event is executing (a host handler it ran may allocate or free text), -1
+  // between events.
+  int eventCpu = -1;
   std::vector<std::uint8_t *> threadHost; // per task: its thread area in host memory
 
   // Memory.
@@ -265,6 +268,8 @@ struct Machine::Impl {
   void execute(unsigned cpu, EventRecord &rec, std::uint64_t count, Scheduler &scheduler);
   void applyStore();
   void executeEvent(const EventChoice &choice, Scheduler &scheduler);
+  // An Alloc/Free note: the patcher's when it runs, else that of the CPU whose event (a host
+  // handler) made it, with its task.
   void logNote(EventKind kind, std::uint64_t addr, std::uint64_t size);
   RunResult run(Scheduler &scheduler, std::uint64_t maxEvents);
 

@@ -165,10 +165,10 @@ void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
   EventRecord rec = beginRecord(choice.kind, cpu);
   switch (choice.kind) {
   case EventKind::Step:
-    execute(cpu, rec, 1, scheduler);
-    break;
   case EventKind::Run:
-    execute(cpu, rec, config.quantum, scheduler);
+    eventCpu = static_cast<int>(cpu);
+    execute(cpu, rec, choice.kind == EventKind::Step ? 1 : config.quantum, scheduler);
+    eventCpu = -1;
     break;
   case EventKind::FetchLine:
     if (!state.cpus[cpu].dirtyLines.empty())
@@ -232,6 +232,10 @@ void Machine::Impl::logNote(EventKind kind, std::uint64_t addr, std::uint64_t si
   rec.index = state.eventCount;
   rec.kind = kind;
   rec.cpu = static_cast<std::uint8_t>(config.patcherCpu);
+  if (!inPatcher() && eventCpu >= 0) {
+    rec.cpu = static_cast<std::uint8_t>(eventCpu);
+    rec.task = static_cast<std::int16_t>(state.cpus[eventCpu].current);
+  }
   rec.storeAddr = addr;
   rec.detail = size;
   appendRecord(rec);

@@ -162,5 +162,44 @@ TEST(FastMode, SameResultsAndSiteFetchesStillObserved) {
             3 * static_cast<long>(X86Scenario::kIterations));
 }
 
+// Text allocated and freed by a host handler that a guest CPU's event ran (no patcher) is that
+// CPU's note, with its task, not the patcher's; the patcher's own notes stay on its CPU.
+TEST(TrampolineLifetime, AllocAndFreeNotesNameTheCpuThatMadeThem) {
+  X86Scenario s(4);
+  MachineConfig c;
+  c.cpus = 2;
+  Machine m(x86(), c);
+  m.mapText(X86Scenario::kText, s.text);
+  m.bindHypercall(GuestHypercall::Exit, X86Scenario::kHcExit);
+  std::uint64_t mine = 0;
+  m.setHypercall(X86Scenario::kHcSchedule, [&](arch::GuestContext &) {
+    if (!mine) {
+      mine = m.allocText(64, 0);
+      m.freeText(mine, 64);
+    }
+  });
+  m.addTask({"worker", 1, X86Scenario::kWorker, 0});
+  m.startPatcher([](arch::MachinePort &port) { port.freeText(port.allocText(64, 0), 64); });
+  RoundRobinScheduler rr;
+  m.run(rr);
+  ASSERT_NE(mine, 0u);
+  unsigned guest = 0, patcher = 0;
+  for (const EventRecord &e : m.events()) {
+    if (e.kind != EventKind::Alloc && e.kind != EventKind::Free)
+      continue;
+    if (e.storeAddr == mine) {
+      EXPECT_EQ(e.cpu, 1u);
+      EXPECT_EQ(e.task, 0);
+      ++guest;
+    } else {
+      EXPECT_EQ(e.cpu, 0u);
+      EXPECT_EQ(e.task, -1);
+      ++patcher;
+    }
+  }
+  EXPECT_EQ(guest, 2u) << m.logText();
+  EXPECT_EQ(patcher, 2u) << m.logText();
+}
+
 } // namespace
 } // namespace ftsim::sim

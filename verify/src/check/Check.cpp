@@ -76,7 +76,7 @@ CheckReport concludeCheck(Harness &harness, const ExploreOptions &options, Explo
       replayChoices(harness, min.choices, options.oracles, min.continues);
   if (again.logHash != min.logHash || again.violations.empty())
     FTSIM_PANIC("the minimised counterexample does not replay");
-  attachTrail(harness, min.violation);
+  attachTrail(harness, min.violation, options.fullTrail);
   report.minimised = std::move(min);
   return report;
 }

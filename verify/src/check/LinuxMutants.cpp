@@ -122,8 +122,14 @@ std::vector<std::pair<std::string, std::string>> linuxMutationOperators() {
   return out;
 }
 
-LinuxMutationScore runLinuxMutants(const std::string &kernel, const std::string &kernelTree) {
+LinuxMutationScore runLinuxMutants(const std::string &kernel, const std::string &kernelTree,
+                                   const ProgressFn &progress) {
   LinuxMutationScore score;
+  const std::uint64_t runs = 2 * operatorScenarios().size();
+  auto ran = [&] {
+    if (progress)
+      progress(score.results.size(), runs);
+  };
   const auto ops = linuxMutationOperators();
   score.tree = linuxk::buildLinuxGuest({kernel, kernelTree, "", ""}).describe();
   for (const OperatorScenario &o : operatorScenarios()) {
@@ -132,6 +138,7 @@ LinuxMutationScore runLinuxMutants(const std::string &kernel, const std::string 
     if (r.killed)
       score.treeSurvives = false;
     score.results.push_back(std::move(r));
+    ran();
   }
   for (const OperatorScenario &o : operatorScenarios()) {
     LinuxMutantResult r = explore(scenarioFor(o, kernel, kernelTree, o.op), o);
@@ -141,6 +148,7 @@ LinuxMutationScore runLinuxMutants(const std::string &kernel, const std::string 
     ++score.mutants;
     score.killed += r.killed;
     score.results.push_back(std::move(r));
+    ran();
   }
   return score;
 }

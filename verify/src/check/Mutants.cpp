@@ -112,7 +112,7 @@ std::vector<MutantChecker> defaultMutantCheckers(const arch::Arch &arch) {
 }
 
 MutationScore runMutants(const arch::Arch &arch, const std::vector<MutantChecker> &checkers,
-                         bool allCheckers) {
+                         bool allCheckers, const ProgressFn &progress) {
   MutationScore score;
   score.arch = std::string(arch.name());
   std::vector<arch::ProtocolInfo> candidates = arch::protocolsFor(arch);
@@ -147,6 +147,8 @@ MutationScore runMutants(const arch::Arch &arch, const std::vector<MutantChecker
       score.killed += r.killedBy.empty() ? 0 : 1;
     }
     score.results.push_back(std::move(r));
+    if (progress)
+      progress(score.results.size(), candidates.size());
   }
   return score;
 }

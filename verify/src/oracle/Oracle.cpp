@@ -21,11 +21,11 @@ std::string summarizeViolation(const Violation &v) {
                      v.site.empty() ? "" : " ", v.site, v.event, v.message);
 }
 
-std::string formatViolation(const Violation &v) {
+std::string formatViolation(const Violation &v, bool withTrail) {
   std::string out = "VIOLATION " + summarizeViolation(v) + "\n";
   if (!v.bytes.empty())
     out += fmt::format("  bytes {} = {}\n", arch::hexBytes(v.bytes), v.decoded);
-  if (!v.trail.empty()) {
+  if (withTrail && !v.trail.empty()) {
     out += "  events that led to it:\n";
     for (const std::string &line : v.trail)
       out += "    " + line + "\n";

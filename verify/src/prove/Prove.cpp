@@ -143,24 +143,36 @@ ProveReport prove(const ProveRequest &request) {
     q.protocol = program.name;
   }
   Report report;
+  auto stage = [&q](std::uint64_t done, std::uint64_t total) {
+    if (q.progress)
+      q.progress(done, total);
+  };
   if (q.quiescenceOnly) {
     quiescence(q, report);
+    stage(1, 1);
     return report.take();
   }
   if (q.trampFree)
     fatal("prove: --tramp-free belongs to --quiescence");
   const std::vector<const arch::Arch *> archs = selectedArchs(q);
-  if (!q.protocol && !q.store && !q.fetch && !q.siteOffset) {
+  const bool encodings = !q.protocol && !q.store && !q.fetch && !q.siteOffset;
+  const std::uint64_t stages = (encodings ? 1 : 0) + (q.encodingsOnly ? 0 : archs.size());
+  std::uint64_t done = 0;
+  stage(0, stages);
+  if (encodings) {
     // Every registered ISA's call encoding, then the truncation hazard on 32-bit powerpc.
     for (const arch::Arch *isa : arch::allArchs())
       report.expectHolds(proveCallEncoding(*isa));
     for (const arch::Arch *isa : arch::allArchs())
       if (truncatesLikePowerPc32(*isa))
         report.expectHolds(provePowerPcTruncationMisbranches(*isa));
+    stage(++done, stages);
   }
   if (!q.encodingsOnly)
-    for (const arch::Arch *a : archs)
+    for (const arch::Arch *a : archs) {
       byteStates(q, *a, report);
+      stage(++done, stages);
+    }
   return report.take();
 }
 

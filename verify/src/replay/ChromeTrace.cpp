@@ -3,6 +3,7 @@
 #include "ftsim/verify/replay/Timeline.h"
 
 #include "ftsim/verify/harness/Harness.h"
+#include "ftsim/verify/replay/Slice.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -63,8 +64,7 @@ std::string describeEvent(const Harness &harness, const sim::EventRecord &e, Jso
 
 // A machine event as a one-microsecond slice on its CPU's thread (the patcher's for its events).
 Json machineEvent(const Harness &harness, const sim::EventRecord &e) {
-  const bool patcher = e.kind == sim::EventKind::Store || e.kind == sim::EventKind::Publish ||
-                       e.kind == sim::EventKind::Alloc || e.kind == sim::EventKind::Free;
+  const bool patcher = isPatcherEvent(harness.machine(), e);
   Json args;
   args["event"] = e.index;
   if (e.task >= 0)

@@ -205,7 +205,8 @@ ReplayFile loadReplayFile(const std::string &path) {
   return parseReplay(readInputFile(path, "replay file", kMaxReplayFileBytes), path);
 }
 
-Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin) {
+Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin,
+                       bool fullTimeline) {
   Reproduction r;
   try {
     r.execution =
@@ -233,8 +234,8 @@ Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::stri
   differs("bytes", arch::hexBytes(c.violation.bytes), arch::hexBytes(got.bytes));
   differs("decoded", c.violation.decoded, got.decoded);
   r.violation = got;
-  attachTrail(harness, r.violation);
-  r.timeline = timeline(harness);
+  attachTrail(harness, r.violation, fullTimeline);
+  r.timeline = timeline(harness, &r.violation, fullTimeline);
   return r;
 }
 

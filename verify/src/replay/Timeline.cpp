@@ -3,16 +3,12 @@
 #include "ftsim/verify/replay/Timeline.h"
 
 #include "ftsim/verify/harness/Harness.h"
+#include "ftsim/verify/replay/Slice.h"
 
 #include <fmt/format.h>
 
 namespace ftsim::verify {
 namespace {
-
-bool patcherEvent(const sim::EventRecord &e) {
-  return e.kind == sim::EventKind::Store || e.kind == sim::EventKind::Publish ||
-         e.kind == sim::EventKind::Alloc || e.kind == sim::EventKind::Free;
-}
 
 std::string outcomeText(const Harness &h, const sim::EventRecord &e) {
   const std::string_view name = sim::stepOutcomeName(e.outcome);
@@ -34,7 +30,7 @@ std::string outcomeText(const Harness &h, const sim::EventRecord &e) {
 
 std::string describeEvent(const Harness &h, const sim::Machine &machine,
                           const sim::EventRecord &e) {
-  const std::string who = patcherEvent(e)
+  const std::string who = isPatcherEvent(machine, e)
                               ? fmt::format("cpu{} patcher", e.cpu)
                               : (e.task >= 0 ? fmt::format("cpu{} task{}", e.cpu, e.task)
                                              : fmt::format("cpu{}", e.cpu));
@@ -75,7 +71,7 @@ std::string describeEvent(const Harness &h, const sim::Machine &machine,
 }
 
 std::vector<std::uint64_t> trailEvents(const Harness &h, const sim::Machine &machine,
-                                       std::uint64_t upTo) {
+                                       std::uint64_t upTo, const Violation *v) {
   std::vector<std::uint64_t> out;
   for (const sim::EventRecord &e : machine.events()) {
     if (e.index > upTo)
@@ -84,30 +80,40 @@ std::vector<std::uint64_t> trailEvents(const Harness &h, const sim::Machine &mac
         (e.kind == sim::EventKind::Step || e.kind == sim::EventKind::Run) && !e.fetchSize &&
         !e.dataSize && !e.sharedRead &&
         (e.outcome == sim::StepOutcome::None || e.outcome == sim::StepOutcome::WatchedStop);
-    if (!plain || e.index == upTo || !h.annotate(e).empty())
+    const bool violating = v && e.index == v->event;
+    if (!plain || e.index == upTo || violating || !h.annotate(e).empty())
       out.push_back(e.index);
   }
   return out;
 }
 
 std::vector<std::string> eventTrail(const Harness &h, const sim::Machine &machine,
-                                    std::uint64_t upTo) {
+                                    std::uint64_t upTo, const Violation *v) {
   std::vector<std::string> out;
   const std::span<const sim::EventRecord> events = machine.events();
-  for (const std::uint64_t i : trailEvents(h, machine, upTo))
+  for (const std::uint64_t i : trailEvents(h, machine, upTo, v)) {
     out.push_back(describeEvent(h, machine, events[i]));
+    if (v && i == v->event) {
+      out.back() += fmt::format("  <- {}", v->oracle);
+      if (std::string stale = staleBytesText(h, machine, *v); !stale.empty())
+        out.back() += "; " + stale;
+    }
+  }
   return out;
 }
 
-void attachTrail(const Harness &h, Violation &v) {
+void attachTrail(const Harness &h, Violation &v, bool full) {
   if (v.trail.empty())
-    v.trail = eventTrail(h, h.machine(), v.event);
+    v.trail =
+        full ? eventTrail(h, h.machine(), v.event, &v) : relevantTrail(h, h.machine(), v, v.event);
 }
 
-std::string timeline(const Harness &h) {
+std::string timeline(const Harness &h, const Violation *v, bool full) {
   const sim::Machine &m = h.machine();
   std::string out;
-  for (const std::string &line : eventTrail(h, m, lastEvent(m)))
+  const std::vector<std::string> lines =
+      full || !v ? eventTrail(h, m, lastEvent(m), v) : relevantTrail(h, m, *v, lastEvent(m));
+  for (const std::string &line : lines)
     out += "  " + line + "\n";
   for (const sim::Finding &f : m.findings())
     out += "  " + sim::formatFinding(f) + "\n";

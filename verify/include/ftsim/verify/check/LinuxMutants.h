@@ -7,7 +7,9 @@
 
 #include "ftsim/verify/check/Verdict.h"
 
+#include "ftsim/arch/Progress.h"
 #include <cstdint>
+
 #include <string>
 #include <vector>
 
@@ -35,6 +37,9 @@ struct LinuxMutationScore {
 // Operators and their one-line descriptions, from linux/kbuild/mutate --list.
 std::vector<std::pair<std::string, std::string>> linuxMutationOperators();
 
-LinuxMutationScore runLinuxMutants(const std::string &kernel, const std::string &kernelTree);
+// `progress`, when given, hears (runs done, runs in all) after each scenario run (the tree's, then
+// each mutant's).
+LinuxMutationScore runLinuxMutants(const std::string &kernel, const std::string &kernelTree,
+                                   const ProgressFn &progress = {});
 
 } // namespace ftsim::verify

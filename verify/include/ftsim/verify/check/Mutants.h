@@ -11,6 +11,7 @@
 // (verify::proveByteStatesEverywhere). ppc32 adds engine- and encoder-level checkers (below).
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/Progress.h"
 
 #include <functional>
 #include <optional>
@@ -57,8 +58,9 @@ struct MutationScore {
 std::vector<MutantChecker> defaultMutantCheckers(const arch::Arch &arch);
 
 // Runs every protocol of `arch` through `checkers`. A mutant stops at its first killer unless
-// `allCheckers`; the correct protocol always meets every checker.
+// `allCheckers`; the correct protocol always meets every checker. `progress`, when given, hears
+// (protocols done, protocols in all) after each.
 MutationScore runMutants(const arch::Arch &arch, const std::vector<MutantChecker> &checkers,
-                         bool allCheckers = false);
+                         bool allCheckers = false, const ProgressFn &progress = {});
 
 } // namespace ftsim::verify

@@ -116,6 +116,9 @@ struct ExploreOptions {
   // searches inside minimise() do without: only the counterexample they return is hashed.
   bool hashLogs = true;
   OracleList oracles; // empty: oraclesFor(harness)
+  // The counterexample's trail lists every event up to the violation (--full-timeline), not the
+  // relevance slice (Slice.h).
+  bool fullTrail = false;
   // Called every `progressEvery` of wall time with the running stats (stderr progress).
   std::function<void(const ExploreStats &)> progress;
   std::chrono::milliseconds progressEvery{1000};
@@ -192,16 +195,17 @@ std::string explorerNames(); // "exhaustive, rr-bounded, deviation-bounded, pct,
 ExploreResult explore(Harness &harness, const ExploreOptions &options);
 
 // Minimisation: fewest preemptions, then fewest events, then fewest decisions; never more
-// preemptions than `found` (fewer preemptions may need a later violation: more events). A schedule is seen as its deviations: the decisions whose
-// answer differs from the continuation (Counterexample::continues). Delta debugging (Zeller and
-// Hildebrandt, TSE 2002: ddmin) over the deviations made up to the violating event (all of them
-// if those alone do not show it) finds a 1-minimal set that still shows a violation of the same
-// oracle as the first one; every later decision is the continuation's. Then, for harnesses with
-// cheap executions, naive preemption-bounded exhaustive search at bounds 0, 1, ... up to the
-// counterexample's own preemption count keeps the violation observed earliest (at most `budget`
-// executions per bound), and ddmin shortens what it found. The result's decisions end at its last
-// deviation (`continues`). At most `budget` executions in ddmin. Candidates are judged without
-// formatting their logs; the result is replayed once at the end for its logHash.
+// preemptions than `found` (fewer preemptions may need a later violation: more events). A schedule
+// is seen as its deviations: the decisions whose answer differs from the continuation
+// (Counterexample::continues). Delta debugging (Zeller and Hildebrandt, TSE 2002: ddmin) over the
+// deviations made up to the violating event (all of them if those alone do not show it) finds a
+// 1-minimal set that still shows a violation of the same oracle as the first one; every later
+// decision is the continuation's. Then, for harnesses with cheap executions, naive
+// preemption-bounded exhaustive search at bounds 0, 1, ... up to the counterexample's own
+// preemption count keeps the violation observed earliest (at most `budget` executions per bound),
+// and ddmin shortens what it found. The result's decisions end at its last deviation (`continues`).
+// At most `budget` executions in ddmin. Candidates are judged without formatting their logs; the
+// result is replayed once at the end for its logHash.
 Counterexample minimise(Harness &harness, const Counterexample &found,
                         const OracleList &oracles = {}, std::uint64_t budget = 20000);
 

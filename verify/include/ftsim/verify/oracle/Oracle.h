@@ -40,8 +40,9 @@ struct Violation {
   bool operator==(const Violation &) const = default;
 };
 
-// Several lines: the headline, the bytes and their decoding, the trail.
-std::string formatViolation(const Violation &v);
+// Several lines: the headline, the bytes and their decoding, the trail (unless `withTrail` is
+// false: a timeline printed with it already shows those events).
+std::string formatViolation(const Violation &v, bool withTrail = true);
 // One line: "torn-fetch cpu1,cpu0 site0 at event #7: ...".
 std::string summarizeViolation(const Violation &v);
 

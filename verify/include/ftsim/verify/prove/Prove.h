@@ -8,6 +8,8 @@
 
 #include "ftsim/verify/check/Verdict.h"
 
+#include "ftsim/arch/Progress.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +23,9 @@ struct ProveRequest {
   bool encodingsOnly = false;
   bool quiescenceOnly = false;
   unsigned tasks = 3, cpus = 2, steps = 14; // the bounded task model (quiescence)
+  // When given: (stages done, stages in all) after each stage (the encodings, each ISA's
+  // byte-state sweep, the quiescence model).
+  ProgressFn progress;
 };
 
 struct ProveReport {

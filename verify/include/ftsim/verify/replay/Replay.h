@@ -45,6 +45,9 @@ struct Reproduction {
 // Runs the replay on `harness` (built from file.scenario) and checks it reproduces byte for byte:
 // the event log hash, the first violation's summary, bytes and decoding; FatalError "<origin>:
 // ..." naming what differs otherwise. The harness's machine then holds the execution.
-Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin);
+// The timeline and the violation's trail are the relevance slice (Slice.h), or every event with
+// `fullTimeline`.
+Reproduction reproduce(Harness &harness, const ReplayFile &file, const std::string &origin,
+                       bool fullTimeline = false);
 
 } // namespace ftsim::verify

@@ -18,20 +18,22 @@ class Harness;
 std::string describeEvent(const Harness &harness, const sim::Machine &machine,
                           const sim::EventRecord &event);
 
-// The indices of the events that led to event `upTo` (eventTrail's selection): every event that
-// touches watched text or engine state, every event the harness annotates, and `upTo` itself.
+// The indices of the events eventTrail() describes (the SVG draws the same selection).
 std::vector<std::uint64_t> trailEvents(const Harness &harness, const sim::Machine &machine,
-                                       std::uint64_t upTo);
+                                       std::uint64_t upTo, const Violation *v = nullptr);
 
-// The events that led to event `upTo`: every event that touches watched text or engine state
-// (stores, publications, IPIs, preemptions, site fetches, traps, hypercalls, notes), every event
-// the harness annotates, and `upTo` itself.
+// Every event up to event `upTo` that touches watched text or engine state (stores,
+// publications, IPIs, preemptions, site fetches, traps, hypercalls, notes), every event the
+// harness annotates, and `upTo` itself; `v`'s event, when given, ends with "  <- ORACLE" and the
+// bytes it fetched stale (Slice.h). The full trail (--full-timeline).
 std::vector<std::string> eventTrail(const Harness &harness, const sim::Machine &machine,
-                                    std::uint64_t upTo);
+                                    std::uint64_t upTo, const Violation *v = nullptr);
 
-// The timeline of the execution the harness's machine holds: the trail of its last event, then
-// the findings and every task's end state (with the reference result where there is one).
-std::string timeline(const Harness &harness);
+// The timeline of the execution the harness's machine holds, then its findings and every task's
+// end state (with the reference result where there is one). With a violation and not `full`, the
+// relevance slice for it (Slice.h: the events that led to it, the others elided); otherwise
+// eventTrail() of the last event.
+std::string timeline(const Harness &harness, const Violation *v = nullptr, bool full = false);
 
 // Chrome trace-event JSON of the execution the harness's machine holds: one track per CPU (its
 // steps, runs, IPIs, preemptions, faults; one event = 1 µs of the trace's clock, so ts is the
@@ -40,7 +42,8 @@ std::string timeline(const Harness &harness);
 std::string chromeTrace(const Harness &harness, const std::vector<Violation> &violations);
 
 // Fills `v.trail` (oracles leave it empty: formatting trails of every violating execution would
-// cost more than the search).
-void attachTrail(const Harness &harness, Violation &v);
+// cost more than the search): the relevance slice up to the violation (Slice.h), or with `full`
+// eventTrail() up to it.
+void attachTrail(const Harness &harness, Violation &v, bool full = false);
 
 } // namespace ftsim::verify
