@@ -13,7 +13,9 @@
 #include "ftsim/verify/replay/Timeline.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include "FatalMessage.h"
 #include <fmt/format.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -42,14 +44,7 @@ Scenario load(const std::string &name) {
   return s;
 }
 
-std::string fatalMessage(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const FatalError &e) {
-    return e.what();
-  }
-  return "";
-}
+using test::fatalMessage;
 
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);

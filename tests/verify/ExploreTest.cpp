@@ -9,6 +9,8 @@
 #include "ftsim/verify/replay/Replay.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include "FatalMessage.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -39,14 +41,7 @@ ExploreResult exhaustive(const Scenario &s, bool reduction = true, int bound = -
   return explore(instance, o);
 }
 
-std::string fatalMessage(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const FatalError &e) {
-    return e.what();
-  }
-  return "";
-}
+using test::fatalMessage;
 
 // --- Scenario files ------------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@
 #include "ftsim/verify/check/CheckRequest.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include "FatalMessage.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -16,14 +18,7 @@
 namespace ftsim::verify {
 namespace {
 
-std::string fatalMessage(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const FatalError &e) {
-    return e.what();
-  }
-  return "";
-}
+using test::fatalMessage;
 
 TEST(LinuxProfile, NewestIsTheDefaultAndEveryProtocolExists) {
   const auto &profiles = model::linuxProfiles();

@@ -11,6 +11,8 @@
 #include "ftsim/verify/harness/Harness.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include "FatalMessage.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,14 +23,7 @@ namespace {
 const std::string kProtocols = std::string(FTSIM_CORPORA_DIR) + "/protocols/";
 const std::string kScenarios = std::string(FTSIM_CORPORA_DIR) + "/scenarios/";
 
-std::string fatalMessage(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const FatalError &e) {
-    return e.what();
-  }
-  return "";
-}
+using test::fatalMessage;
 
 ExploreResult run(const Scenario &s) {
   HarnessEnv env;
