@@ -82,6 +82,11 @@ void applyLinuxProfile(Scenario &s, const std::string &profileName,
 }
 
 std::string describeScenarioProfile(const Scenario &s) {
+  // Kind linux runs the tree's own code: its Linux is the tree, whatever ftsim's profiles say.
+  if (s.code == CodeKind::Linux)
+    return fmt::format("Linux {} itself (the tree's own text_poke code{})",
+                       s.kernel.empty() ? s.kernelTree : s.kernel,
+                       s.mutant.empty() ? "" : ", with source mutant " + s.mutant);
   if (!s.linuxProfile.empty())
     return model::describeProfile(model::linuxProfileByName(s.linuxProfile));
   for (const model::LinuxProfile &p : model::linuxProfiles())
