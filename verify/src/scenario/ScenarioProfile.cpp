@@ -26,8 +26,8 @@ std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
                        "is V. Schneider's series, in no release)",
                        p.name);
   if (s.moduleToc != Scenario::ModuleToc::None)
-    return fmt::format("module_toc: ppc64 ELFv1 module sites modelled on {} with r2 as the TOC, "
-                       "which Linux {} on {} does not have",
+    return fmt::format("module_toc: ppc64 ELFv1's module TOC sites modelled on {} (r2 as the "
+                       "TOC), not Linux {}'s {} code",
                        s.arch, p.name, s.arch);
   if (s.code == CodeKind::Kernel) {
     if (s.engine.pre59338f754a55 != p.pre59338f754a55)
