@@ -26,7 +26,7 @@ public:
     toc_.slot = kTocSlot;
     toc_.restore = bigEndian(0x8041000c);        // lwz r2,12(r1)
     toc_.foldIntoResult = bigEndian(0x7c631214); // add r3,r3,r2
-    toc_.kernelToc = 0xc0a00000ull; // an address in the kernel's data, not the module's
+    toc_.kernelToc = 0xc0a00000ull; // stands for the kernel's TOC, which the stub loads
   }
   std::uint64_t textBase() const override { return 0xc0000000ull; } // PAGE_OFFSET
   std::uint8_t fill() const override { return 0x00; }

@@ -246,7 +246,8 @@ void SiteHarness::build() {
       body.insert(body.end(), toc->restore.begin(), toc->restore.end());
     code.put(site.function, emit.tracedFunction(site.function, body));
   }
-  // worker(seed): acc = seed; `calls` times { for each f_j: acc += 3; f_j(); }; return acc.
+  // worker(seed): acc = seed; `calls` times { for each f_j: acc += 3; f_j(); }; return acc (with
+  // module TOC sites, acc += r2 after every call too).
   // With a stay in user mode, each round starts with the user_enter stub and the kernel entry's
   // catch-up (the kernel_entry stub) comes before every traced function, or after the first.
   std::vector<std::uint64_t> round;
