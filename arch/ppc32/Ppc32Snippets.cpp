@@ -3,6 +3,8 @@
 #include "../common/CodeWriter.h"
 #include "Ppc32Target.h"
 
+#include <unicorn/unicorn.h>
+
 namespace ftsim::arch {
 namespace {
 
@@ -13,10 +15,19 @@ constexpr std::uint32_t kLwzR0 = 0x80010014;     // lwz r0,20(r1)
 constexpr std::uint32_t kMtlrR0 = 0x7c0803a6;    // mtlr r0
 constexpr std::uint32_t kPopFrame = 0x38210010;  // addi r1,r1,16
 constexpr std::uint32_t kBlr = 0x4e800020;       // blr
+constexpr unsigned kTocSlot = 12;                // the module TOC's slot in a 16-byte frame
 
 class Ppc32Snippets final : public SnippetEmitter {
 public:
-  explicit Ppc32Snippets(const Arch &arch) : arch_(arch) {}
+  explicit Ppc32Snippets(const Arch &arch) : arch_(arch) {
+    // ppc64 ELFv1's `bl <stub>; ld r2,40(r1)` on ppc32: the stub saves r2 at 12(r1), a free word
+    // of the traced function's 16-byte frame (0: back chain, 4: its callees' LR save word).
+    toc_.tocReg = UC_PPC_REG_2;
+    toc_.slot = kTocSlot;
+    toc_.restore = bigEndian(0x8041000c);        // lwz r2,12(r1)
+    toc_.foldIntoResult = bigEndian(0x7c631214); // add r3,r3,r2
+    toc_.kernelToc = 0xc0a00000ull; // stands for the kernel's TOC, which the stub loads
+  }
   std::uint64_t textBase() const override { return 0xc0000000ull; } // PAGE_OFFSET
   std::uint8_t fill() const override { return 0x00; }
   Bytes hypercallStub() const override {
@@ -32,8 +43,8 @@ public:
     return c.take();
   }
 
-  Bytes worker(std::uint64_t entry, unsigned calls,
-               std::span<const std::uint64_t> functions) const override {
+  Bytes worker(std::uint64_t entry, unsigned calls, std::span<const std::uint64_t> functions,
+               std::span<const std::uint8_t> afterCall) const override {
     CodeWriter c(arch_, entry);
     prologue(c);
     c.word(0x38800000 | calls); // li r4,calls
@@ -41,6 +52,7 @@ public:
     for (std::uint64_t f : functions) {
       c.word(0x38630003); // addi r3,r3,3
       c.call(f);
+      c.put(afterCall);
     }
     c.word(0x3884ffff); // addi r4,r4,-1
     c.word(0x2c040000); // cmpwi r4,0
@@ -50,7 +62,13 @@ public:
     return c.take();
   }
 
+  const ModuleTocSite *moduleTocSite() const override { return &toc_; }
+
 private:
+  static Bytes bigEndian(std::uint32_t w) {
+    return {static_cast<std::uint8_t>(w >> 24), static_cast<std::uint8_t>(w >> 16),
+            static_cast<std::uint8_t>(w >> 8), static_cast<std::uint8_t>(w)};
+  }
   static void prologue(CodeWriter &c) {
     c.word(kStwuFrame);
     c.word(kMflrR0);
@@ -63,6 +81,7 @@ private:
     c.word(kBlr);
   }
   const Arch &arch_;
+  ModuleTocSite toc_;
 };
 
 } // namespace

@@ -22,8 +22,8 @@ public:
     return c.take();
   }
 
-  Bytes worker(std::uint64_t entry, unsigned calls,
-               std::span<const std::uint64_t> functions) const override {
+  Bytes worker(std::uint64_t entry, unsigned calls, std::span<const std::uint64_t> functions,
+               std::span<const std::uint8_t> afterCall) const override {
     CodeWriter c(arch_, entry);
     c.put({0x48, 0x89, 0xf8});                                // mov %rdi,%rax
     c.put({0xb9, static_cast<std::uint8_t>(calls), 0, 0, 0}); // mov $n,%ecx
@@ -31,6 +31,7 @@ public:
     for (std::uint64_t f : functions) {
       c.put({0x48, 0x83, 0xc0, 0x03}); // add $3,%rax
       c.call(f);
+      c.put(afterCall);
     }
     c.put({0xff, 0xc9}); // dec %ecx
     const auto rel = static_cast<std::uint32_t>(loop - (c.here() + 6));

@@ -49,6 +49,20 @@ TEST(CliRepro, ReproducesBuggyAndFixedVariantsAndWritesNothing) {
   fs::remove_all(dir);
 }
 
+// f48cb8b48b0b on ppc32 module TOC sites: the nop leaves the TOC reload running (the worker's
+// result differs), `b +8` skips it (verified, exhaustively).
+TEST(CliRepro, ModuleTrampolineTocBothVariantsMatch) {
+  const fs::path dir = freshDir("toc");
+  const CommandRun r = runFtsim("repro ppc-module-tramp-toc", dir.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("2 of 2 variants match the published outcome"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reproduced VIOLATION transparency"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reproduced VERIFIED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("DIFFERS"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_empty(dir)) << "repro wrote a file";
+  fs::remove_all(dir);
+}
+
 TEST(CliRepro, AnOutcomeThatDiffersFromThePublishedOneExitsOne) {
   // A "buggy" variant that runs today's correct protocol: its violation is not reproduced.
   const fs::path dir = freshDir("differs");

@@ -51,6 +51,13 @@ arch::Bytes encodeCall(const arch::Arch &arch, std::uint64_t site, std::uint64_t
   return r.bytes;
 }
 
+arch::Bytes encodeJump(const arch::Arch &arch, std::uint64_t site, std::uint64_t target) {
+  arch::EncodeResult r = arch.jump(site, target);
+  if (!r.ok)
+    FTSIM_PANIC("scenario jump {:#x} -> {:#x}: {}", site, target, r.error);
+  return r.bytes;
+}
+
 const arch::SnippetEmitter &emitterOf(const arch::Arch &arch) {
   if (!arch.snippetEmitter())
     fatal("site scenarios need an executable architecture; {} is not one", arch.name());
@@ -161,6 +168,20 @@ void SiteHarness::recordHit(arch::GuestContext &ctx, unsigned which) {
   trace_.push_back(hit);
 }
 
+// The module stub's TOC handling (ppc64 ELFv1's `std r2,40(r1)`, then the kernel's TOC in r2):
+// the caller's TOC register is saved in its frame's slot, in the ISA's byte order.
+void SiteHarness::moduleStub(arch::GuestContext &ctx, const arch::ModuleTocSite &toc) {
+  const std::uint64_t value = ctx.reg(toc.tocReg);
+  const unsigned word = arch_.wordSize();
+  arch::Bytes bytes(word);
+  for (unsigned i = 0; i < word; ++i)
+    bytes[arch_.endian() == arch::Endian::Big ? word - 1 - i : i] =
+        static_cast<std::uint8_t>(value >> (8 * i));
+  if (!ctx.writeMemory(ctx.sp() + toc.slot, bytes))
+    FTSIM_PANIC("module stub: the TOC slot at {:#x} is not mapped", ctx.sp() + toc.slot);
+  ctx.setReg(toc.tocReg, toc.kernelToc);
+}
+
 void SiteHarness::build() {
   const arch::SnippetEmitter &emit = emitterOf(arch_);
   Layout l;
@@ -199,8 +220,14 @@ void SiteHarness::build() {
   trampB_ = trampA_ + 0x1040;
   code.put(trampA_, stub);
   code.put(trampB_, stub);
+  // Module TOC sites: the site, then the TOC reload; disabled as a nop or as a branch over it.
+  const arch::ModuleTocSite *toc =
+      scenario_.moduleToc == Scenario::ModuleToc::None ? nullptr : emit.moduleTocSite();
   for (PatchSiteInfo &site : sites_) {
-    const arch::Bytes nop = arch_.nop();
+    const arch::Bytes nop =
+        scenario_.moduleToc == Scenario::ModuleToc::Skip
+            ? encodeJump(arch_, site.addr, site.addr + arch_.siteSize() + toc->restore.size())
+            : arch_.nop();
     const arch::Bytes callA = encodeCall(arch_, site.addr, trampA_);
     const arch::Bytes callB = encodeCall(arch_, site.addr, trampB_);
     switch (site.transition) {
@@ -214,9 +241,13 @@ void SiteHarness::build() {
       site.oldBytes = callA, site.newBytes = callB;
       break;
     }
-    code.put(site.function, emit.tracedFunction(site.function, site.oldBytes));
+    arch::Bytes body = site.oldBytes;
+    if (toc)
+      body.insert(body.end(), toc->restore.begin(), toc->restore.end());
+    code.put(site.function, emit.tracedFunction(site.function, body));
   }
-  // worker(seed): acc = seed; `calls` times { for each f_j: acc += 3; f_j(); }; return acc.
+  // worker(seed): acc = seed; `calls` times { for each f_j: acc += 3; f_j(); }; return acc (with
+  // module TOC sites, acc += r2 after every call too).
   // With a stay in user mode, each round starts with the user_enter stub and the kernel entry's
   // catch-up (the kernel_entry stub) comes before every traced function, or after the first.
   std::vector<std::uint64_t> round;
@@ -230,7 +261,9 @@ void SiteHarness::build() {
   }
   if (scenario_.userEntry == Scenario::UserEntry::SiteFirst && functions.size() == 1)
     round.push_back(l.hcKernelEntry);
-  code.put(l.worker, emit.worker(l.worker, scenario_.calls, round));
+  code.put(l.worker,
+           emit.worker(l.worker, scenario_.calls, round,
+                       toc ? std::span(toc->foldIntoResult) : std::span<const std::uint8_t>{}));
 
   sim::Machine &m = *machine_;
   m.mapText(l.text, code.bytes());
@@ -240,8 +273,12 @@ void SiteHarness::build() {
   m.bindHypercall(sim::GuestHypercall::Exit, l.hcExit);
   m.bindHypercall(sim::GuestHypercall::UserEnter, l.hcUserEnter);
   m.bindHypercall(sim::GuestHypercall::KernelEntry, l.hcKernelEntry);
-  m.setHypercall(trampA_, [this](arch::GuestContext &ctx) { recordHit(ctx, 0); });
-  m.setHypercall(trampB_, [this](arch::GuestContext &ctx) { recordHit(ctx, 1); });
+  for (unsigned which : {0u, 1u})
+    m.setHypercall(which ? trampB_ : trampA_, [this, which, toc](arch::GuestContext &ctx) {
+      recordHit(ctx, which);
+      if (toc)
+        moduleStub(ctx, *toc);
+    });
   for (const PatchSiteInfo &site : sites_)
     m.watchSite(site.addr, static_cast<std::uint32_t>(site.oldBytes.size()),
                 {site.oldBytes, site.newBytes});

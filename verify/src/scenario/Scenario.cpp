@@ -6,6 +6,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/SnippetEmitter.h"
 #include "ftsim/model/OpsTrampolines.h"
 #include "ftsim/verify/explore/Explore.h"
 
@@ -162,6 +163,12 @@ void Scenario::validate(const std::string &origin) const {
     if (!why.empty())
       bad(fmt::format("linux = \"{}\" but {}", linuxProfile, why));
   }
+  if (moduleToc != ModuleToc::None) {
+    if (code != CodeKind::Snippet)
+      bad("module_toc belongs to kind = \"snippet\"");
+    else if (!a->snippetEmitter() || !a->snippetEmitter()->moduleTocSite())
+      bad(fmt::format("module_toc: {} has no module TOC sites to model (ppc32 has)", arch));
+  }
   if (code != CodeKind::Snippet && (userEntry != UserEntry::None || nohzFull))
     bad("user_entry and nohz_full belong to kind = \"snippet\"");
   if (userEntry != UserEntry::None && preemption)
@@ -291,9 +298,12 @@ std::string Scenario::describe() const {
   const char *user = userEntry == UserEntry::SyncFirst   ? ", user mode (entry syncs first)"
                      : userEntry == UserEntry::SiteFirst ? ", user mode (entry runs site0 first)"
                                                          : "";
-  return fmt::format("{} {}, {} CPU{}, {} site{} ({}{}) at offset {}, store {}, fetch {}, {}{}{}",
+  const char *toc = moduleToc == ModuleToc::Nop    ? "; module TOC sites, disabled as nop"
+                    : moduleToc == ModuleToc::Skip ? "; module TOC sites, disabled as b +8"
+                                                   : "";
+  return fmt::format("{} {}, {} CPU{}, {} site{} ({}{}{}) at offset {}, store {}, fetch {}, {}{}{}",
                      arch, protocol, cpus, cpus == 1 ? "" : "s", sites.size(),
-                     sites.size() == 1 ? "" : "s", siteList,
+                     sites.size() == 1 ? "" : "s", siteList, toc,
                      descending ? ", queued descending" : "", siteOffset,
                      sim::storeModelName(store), fetch->name(),
                      preemption ? fmt::format("preemption ({} tasks per CPU)", tasksPerCpu)
@@ -342,6 +352,8 @@ std::string Scenario::toToml() const {
     out += fmt::format("mutant = {}\n", tomlString(mutant));
   if (foreignInt3)
     out += "foreign_int3 = true\n";
+  if (moduleToc != ModuleToc::None)
+    out += fmt::format("module_toc = \"{}\"\n", moduleToc == ModuleToc::Nop ? "nop" : "skip");
   if (userEntry != UserEntry::None)
     out += fmt::format("user_entry = \"{}\"\n",
                        userEntry == UserEntry::SyncFirst ? "sync-first" : "site-first");

@@ -25,6 +25,10 @@ std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
     return fmt::format("nohz_full: Linux {} sends the sync IPI to CPUs in user mode (the deferral "
                        "is V. Schneider's series, in no release)",
                        p.name);
+  if (s.moduleToc != Scenario::ModuleToc::None)
+    return fmt::format("module_toc: ppc64 ELFv1's module TOC sites modelled on {} (r2 as the "
+                       "TOC), not Linux {}'s {} code",
+                       s.arch, p.name, s.arch);
   if (s.code == CodeKind::Kernel) {
     if (s.engine.pre59338f754a55 != p.pre59338f754a55)
       return fmt::format("the update order is {} 59338f754a55, Linux {}'s {}",

@@ -176,7 +176,7 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
 void parseCode(const toml::table &code, const std::string &origin, Scenario &s) {
   TableReader c(code, origin, "code.",
                 {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions",
-                 "kernel", "kernel_tree", "mutant", "foreign_int3", "user_entry"});
+                 "kernel", "kernel_tree", "mutant", "foreign_int3", "user_entry", "module_toc"});
   if (auto v = c.string("kind")) {
     if (*v == "snippet")
       s.code = CodeKind::Snippet;
@@ -198,6 +198,14 @@ void parseCode(const toml::table &code, const std::string &origin, Scenario &s) 
       s.userEntry = Scenario::UserEntry::SiteFirst;
     else
       fatal("{}: code.user_entry = '{}' (known: none, sync-first, site-first)", origin, *v);
+  }
+  if (auto v = c.string("module_toc")) {
+    if (*v == "nop")
+      s.moduleToc = Scenario::ModuleToc::Nop;
+    else if (*v == "skip")
+      s.moduleToc = Scenario::ModuleToc::Skip;
+    else
+      fatal("{}: code.module_toc = '{}' (known: nop, skip)", origin, *v);
   }
   if (auto v = c.count("site_offset", 0, 63))
     s.siteOffset = *v;

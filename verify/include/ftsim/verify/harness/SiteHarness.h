@@ -15,9 +15,13 @@
 //   f_j     a traced function (x86: push %rbp; mov %rsp,%rbp; <site>; pop %rbp; ret; powerpc:
 //           stwu; mflr; stw; <site>; lwz; mtlr; addi; blr) placed so that its site is at an
 //           address = site_offset (mod 64), each in its own 256-byte block.
+//   code.module_toc: each site is followed by the TOC reload (ppc32 `lwz r2,12(r1)`), the
+//   trampolines also save the caller's r2 in that slot and leave the kernel's TOC in r2, the worker
+//   adds r2 to acc after every call, and a disabled site is a nop or a branch over the reload.
 
 #include "ftsim/arch/LivePatchingRule.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/SnippetEmitter.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/verify/harness/Harness.h"
 
@@ -92,6 +96,7 @@ private:
   // in the scenario's order).
   void begin();
   void recordHit(arch::GuestContext &ctx, unsigned which);
+  void moduleStub(arch::GuestContext &ctx, const arch::ModuleTocSite &toc);
 
   Scenario scenario_;
   const arch::Arch &arch_;

@@ -33,6 +33,8 @@
 //   calls = 1                          # how many times each task calls each function
 //   tasks_per_cpu = 1
 //   task_cpus = [1]                    # default: every CPU but the patcher's
+//   module_toc = "nop"                 # module sites `bl; lwz r2,12(r1)` disabled as: nop | skip
+//                                      #   (ppc32 only; see Scenario::moduleToc)
 //   [[sites]]                          # one function with one patch site each, in one batch
 //   transition = "nop-to-call"         # nop-to-call | call-to-nop | call-to-call
 //   [patch]
@@ -209,6 +211,13 @@ struct Scenario {
   // the first traced function runs on the entry path before the catch-up (mutable entry text).
   enum class UserEntry { None, SyncFirst, SiteFirst };
   UserEntry userEntry = UserEntry::None;
+  // Kind snippet, TOML code.module_toc: module call sites that keep a TOC (SnippetEmitter.h,
+  // ModuleTocSite; ppc64 ELFv1 modelled on ppc32 with r2 as the TOC): `bl <stub>; lwz r2,12(r1)`,
+  // the stub saving the caller's r2 in that slot, the worker adding r2 to its result after every
+  // call. What a disabled site holds: "nop" (before f48cb8b48b0b, the reload still runs) or
+  // "skip" (`b +8` over the reload, f48cb8b48b0b).
+  enum class ModuleToc { None, Nop, Skip };
+  ModuleToc moduleToc = ModuleToc::None;
   // TOML nohz_full: the sync IPI to a CPU in user mode is deferred to its next kernel entry
   // (sim::MachineConfig::deferSyncInUser).
   bool nohzFull = false;
