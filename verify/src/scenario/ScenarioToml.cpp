@@ -173,40 +173,38 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
     t.sleepUntilCall = *v;
 }
 
+// The value of [code] key `key` named by `word`, one of `names`; else one line naming the choices.
+template <typename E>
+E codeWord(const std::string &origin, std::string_view key, const std::string &word,
+           std::initializer_list<std::pair<std::string_view, E>> names) {
+  std::string known;
+  for (const auto &[name, value] : names) {
+    if (name == word)
+      return value;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  fatal("{}: code.{} = '{}' (known: {})", origin, key, word, known);
+}
+
 void parseCode(const toml::table &code, const std::string &origin, Scenario &s) {
   TableReader c(code, origin, "code.",
                 {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions",
                  "kernel", "kernel_tree", "mutant", "foreign_int3", "user_entry", "module_toc"});
-  if (auto v = c.string("kind")) {
-    if (*v == "snippet")
-      s.code = CodeKind::Snippet;
-    else if (*v == "kernel")
-      s.code = CodeKind::Kernel;
-    else if (*v == "trampoline")
-      s.code = CodeKind::Trampoline;
-    else if (*v == "linux")
-      s.code = CodeKind::Linux;
-    else
-      fatal("{}: code.kind = '{}' (known: snippet, kernel, trampoline, linux)", origin, *v);
-  }
-  if (auto v = c.string("user_entry")) {
-    if (*v == "none")
-      s.userEntry = Scenario::UserEntry::None;
-    else if (*v == "sync-first")
-      s.userEntry = Scenario::UserEntry::SyncFirst;
-    else if (*v == "site-first")
-      s.userEntry = Scenario::UserEntry::SiteFirst;
-    else
-      fatal("{}: code.user_entry = '{}' (known: none, sync-first, site-first)", origin, *v);
-  }
-  if (auto v = c.string("module_toc")) {
-    if (*v == "nop")
-      s.moduleToc = Scenario::ModuleToc::Nop;
-    else if (*v == "skip")
-      s.moduleToc = Scenario::ModuleToc::Skip;
-    else
-      fatal("{}: code.module_toc = '{}' (known: nop, skip)", origin, *v);
-  }
+  if (auto v = c.string("kind"))
+    s.code = codeWord<CodeKind>(origin, "kind", *v,
+                                {{"snippet", CodeKind::Snippet},
+                                 {"kernel", CodeKind::Kernel},
+                                 {"trampoline", CodeKind::Trampoline},
+                                 {"linux", CodeKind::Linux}});
+  if (auto v = c.string("user_entry"))
+    s.userEntry = codeWord<Scenario::UserEntry>(origin, "user_entry", *v,
+                                                {{"none", Scenario::UserEntry::None},
+                                                 {"sync-first", Scenario::UserEntry::SyncFirst},
+                                                 {"site-first", Scenario::UserEntry::SiteFirst}});
+  if (auto v = c.string("module_toc"))
+    s.moduleToc = codeWord<Scenario::ModuleToc>(
+        origin, "module_toc", *v,
+        {{"nop", Scenario::ModuleToc::Nop}, {"skip", Scenario::ModuleToc::Skip}});
   if (auto v = c.count("site_offset", 0, 63))
     s.siteOffset = *v;
   if (auto v = c.count("calls", 1, 64))
