@@ -271,6 +271,9 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
   cmd->add_flag("--foreign-int3", r.foreignInt3,
                 "with --kernel/--kernel-tree: a kprobe-like int3 on the second traced function, "
                 "which the batch does not own (poke_int3_handler sees it first, as in Linux)");
+  optionalFlag(cmd, "--batches", r.batches,
+               "with --kernel/--kernel-tree: this many batches back to back (1-4), each undoing "
+               "the one before, so a late handler meets the next batch");
   cmd->add_option("--chrome", f->chrome, "write the counterexample's Chrome trace-event JSON");
   cmd->add_option("--svg", f->svg,
                   "draw the counterexample as an SVG picture: CPUs as lanes over the violation's "

@@ -195,6 +195,13 @@ void Machine::Impl::handleTrap(unsigned cpu, EventRecord &rec, std::uint64_t pcA
       serialise(cpu); // the handler returns with iret / rfi
       return;
     }
+    if (verdict == arch::TrapVerdict::Died) {
+      const std::uint64_t at = readReg(cpu, abi.pcReg);
+      guestFault(
+          cpu, rec, at,
+          fmt::format("trap at {:#x} declined by the kernel's own handler: the kernel dies", at));
+      return;
+    }
     if (verdict == arch::TrapVerdict::Entered) {
       rec.outcome =
           StepOutcome::Hypercall; // a host action that read shared state, no serialisation

@@ -3,7 +3,9 @@
 
 #include "LinuxTestSupport.h"
 
-#include "ftsim/sim/RandomScheduler.h"
+#include "ftsim/arch/Error.h"
+#include "ftsim/sim/FunctionScheduler.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/check/CheckRequest.h"
 #include "ftsim/verify/harness/LinuxHarness.h"
@@ -36,18 +38,30 @@ TEST(LinuxCheck, OneSiteOn612IsVerifiedUnderAtomicFetch) {
 }
 
 TEST(LinuxCheck, TheWorkloadReachesTheHandlerInSomeExecution) {
-  // Not vacuous: with the site an int3 while the workload runs, some schedule enters the tree's
-  // poke_int3_handler and returns through its emulation.
+  // Not vacuous: with the site an int3 while the workload runs, the task enters the tree's
+  // poke_int3_handler and returns through its emulation. The schedule: the patcher runs until the
+  // site holds its int3, then the task runs as far as it can.
   Scenario s = linuxScenario(1, "atomic");
   LinuxHarness h(s);
+  const std::uint64_t site = h.sites().front().addr;
+  sim::FunctionScheduler scheduler(
+      [&](const sim::Machine &m, const sim::DecisionPoint &p) -> std::uint32_t {
+        std::uint8_t first = 0;
+        const_cast<sim::Machine &>(m).readText(site, {&first, 1});
+        if (p.kind != sim::DecisionKind::Event)
+          return p.options - 1;
+        for (std::uint32_t i = 0; i < p.options; ++i)
+          if ((p.events[i].cpu == 1) == (first == 0xcc))
+            return i;
+        return 0;
+      });
+  h.runExecution(scheduler);
   bool entered = false;
-  for (unsigned seed = 0; seed < 50 && !entered; ++seed) {
-    sim::RandomScheduler random(seed);
-    h.runExecution(random);
-    for (const sim::EventRecord &e : h.machine().events())
-      entered = entered || e.pc == h.guest().symbol("poke_int3_handler");
-  }
+  for (const sim::EventRecord &e : h.machine().events())
+    entered = entered || e.pc == h.guest().symbol("poke_int3_handler");
   EXPECT_TRUE(entered);
+  EXPECT_TRUE(h.findings().empty());
+  EXPECT_EQ(h.machine().task(0).result, h.referenceResults().front());
 }
 
 } // namespace
@@ -80,6 +94,84 @@ TEST(LinuxCheck, AMutantThatClearsTheVectorBeforeTheCountIsCaughtInTheHandler) {
   EXPECT_NE(v.message.find("read of unmapped memory at 0x0"), std::string::npos) << v.message;
   EXPECT_NE(h.symbol(v.pc).find("arch/x86/kernel/alternative.c:"), std::string::npos)
       << h.symbol(v.pc);
+}
+
+} // namespace
+} // namespace ftsim::verify
+
+namespace ftsim::verify {
+namespace {
+
+Scenario refcountScenario(const std::string &mutant) {
+  ::setenv("FTSIM_LINUX_CACHE", FTSIM_LINUX_TEST_CACHE, 1);
+  Scenario s;
+  s.code = CodeKind::Linux;
+  s.kernel = "6.12";
+  s.mutant = mutant;
+  s.cpus = 2;
+  s.calls = 2;
+  s.store = sim::StoreModel::Byte;
+  s.fetch = &sim::fetchModelByName("atomic");
+  s.sites = {Transition::NopToCall};
+  s.foreignInt3 = true;
+  s.batches = 2;
+  s.bounds.preemptions = 2;
+  s.name = "refcount-" + (mutant.empty() ? std::string("tree") : mutant);
+  s.validate(s.name);
+  return s;
+}
+
+TEST(LinuxCheck, WithoutTheRefcountWaitALateHandlerClobbersTheNextBatchsCount) {
+  // Before 1f676247f36a no one waited for handlers: a kprobe's handler still holding a reference
+  // when the next batch sets bp_desc.refs to 1 drops it to 0 with its put_desc(), and that
+  // batch's own int3 is then declined (try_get_desc() fails): Linux dies. The tree waits, and
+  // verifies under the same bounds.
+  Scenario tree = refcountScenario("");
+  LinuxHarness ht(tree);
+  CheckReport rt = check(ht, exploreOptionsFor(tree));
+  EXPECT_EQ(rt.verdict, Verdict::Verified) << formatCheck(ht, rt, "");
+  EXPECT_NE(ht.describeSetup().find("2 batches back to back"), std::string::npos);
+
+  Scenario s = refcountScenario("no-refcount-wait");
+  LinuxHarness h(s);
+  CheckReport r = check(h, exploreOptionsFor(s));
+  ASSERT_TRUE(r.minimised) << formatCheck(h, r, "");
+  ASSERT_FALSE(h.findings().empty());
+  EXPECT_NE(h.findings().front().message.find("unhandled int3 at site0"), std::string::npos)
+      << h.findings().front().message;
+  EXPECT_NE(r.minimised->violation.message.find("declined by the kernel's own handler"),
+            std::string::npos)
+      << r.minimised->violation.message;
+}
+
+TEST(LinuxCheck, TwoSitesAndAKprobeUseAThirdTracedFunction) {
+  ::setenv("FTSIM_LINUX_CACHE", FTSIM_LINUX_TEST_CACHE, 1);
+  CheckRequest req;
+  req.kernel = "6.12";
+  req.sites = 2;
+  req.fetch = "atomic";
+  req.store = "byte";
+  req.foreignInt3 = true;
+  Scenario s = buildCheckScenario(req);
+  LinuxHarness h(s);
+  EXPECT_NE(h.describeSetup().find("2 traced functions and a kprobe-like int3"), std::string::npos)
+      << h.describeSetup();
+  // The task reaches the kprobe on traced_c, armed throughout: poke_int3_handler declines it,
+  // the kprobe emulates its nop, and the task ends with the untraced result.
+  sim::RoundRobinScheduler rr;
+  h.runExecution(rr);
+  bool entered = false, pastKprobe = false;
+  for (const sim::EventRecord &e : h.machine().events()) {
+    entered = entered || e.pc == h.guest().symbol("poke_int3_handler");
+    pastKprobe = pastKprobe || h.symbol(e.pc).rfind("traced_c+0x5", 0) == 0;
+  }
+  EXPECT_TRUE(entered);
+  EXPECT_TRUE(pastKprobe);
+  EXPECT_TRUE(h.findings().empty());
+  EXPECT_EQ(h.machine().task(0).result, h.referenceResults().front());
+  Scenario three = s;
+  three.sites.push_back(Transition::NopToCall);
+  EXPECT_THROW(three.validate("three"), FatalError);
 }
 
 } // namespace

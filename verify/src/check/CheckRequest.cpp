@@ -124,8 +124,8 @@ Scenario scenarioFromFlags(const CheckRequest &r) {
     return s;
   }
   Scenario s;
-  if ((r.mutant || r.foreignInt3) && !r.kernel && !r.kernelTree)
-    fatal("check: --mutant and --foreign-int3 apply to --kernel and --kernel-tree");
+  if ((r.mutant || r.foreignInt3 || r.batches) && !r.kernel && !r.kernelTree)
+    fatal("check: --mutant, --foreign-int3 and --batches apply to --kernel and --kernel-tree");
   if (r.kernel || r.kernelTree) {
     if (!r.scenarioFile.empty() || r.protocol || r.image || r.arch)
       fatal("check: --kernel/--kernel-tree run the tree's own protocol on x86_64; --scenario, "
@@ -137,6 +137,8 @@ Scenario scenarioFromFlags(const CheckRequest &r) {
     s.kernelTree = r.kernelTree.value_or("");
     s.mutant = r.mutant.value_or("");
     s.foreignInt3 = r.foreignInt3;
+    if (r.batches)
+      s.batches = *r.batches;
   } else if (!r.scenarioFile.empty())
     s = loadScenarioFile(r.scenarioFile);
   else if (!r.protocol && !r.linuxProfile)

@@ -24,6 +24,9 @@ struct OperatorScenario {
   bool descending = false;
   std::string fetch = "stale";
   bool foreignInt3 = false;
+  unsigned batches = 1;
+  unsigned calls = 1;
+  int preemptions = -1; // CHESS bound of the search, -1: none
 };
 
 const std::vector<OperatorScenario> &operatorScenarios() {
@@ -38,8 +41,10 @@ const std::vector<OperatorScenario> &operatorScenarios() {
       // (an int3 the batch does not own, as in 285a54efe386: the batch's own are all handled
       // before the final text_poke_sync(), whose IPI waits for the handler's iret)
       {"clear-vector-before-count", 1, Transition::NopToCall, false, "atomic", true},
-      // a handler may still run after the batch returns: harmful only once the vector is reused
-      {"no-refcount-wait", 1, Transition::NopToCall, false, "atomic", true},
+      // a handler may still run after the batch returns: the next batch's reference count is
+      // clobbered by its late put_desc(), and that batch's own int3 is declined (two batches, the
+      // task calling twice; at most 2 preemptions, as the unbounded tree is beyond budget)
+      {"no-refcount-wait", 1, Transition::NopToCall, false, "atomic", true, 2, 2, 2},
       // a call at a site traced throughout is lost
       {"skip-emulation", 1, Transition::CallToCall, false, "atomic"},
       // queued in descending order, the handler's bsearch misses one site
@@ -61,6 +66,9 @@ Scenario scenarioFor(const OperatorScenario &o, const std::string &kernel, const
   s.sites.assign(o.sites, o.transition);
   s.descending = o.descending;
   s.foreignInt3 = o.foreignInt3;
+  s.batches = o.batches;
+  s.calls = o.calls;
+  s.bounds.preemptions = o.preemptions;
   s.name = fmt::format("linux-{}-{}", kernel.empty() ? "tree" : kernel,
                        mutant.empty() ? o.op + "-scenario" : mutant);
   s.validate(s.name);

@@ -179,13 +179,16 @@ void Scenario::validate(const std::string &origin) const {
                       arch));
     if (kernel.empty() == kernelTree.empty())
       bad("kind linux needs exactly one of kernel (6.1 or 6.12) and kernel_tree (a directory)");
-    if (sites.size() + (foreignInt3 ? 1 : 0) > 2)
-      bad(fmt::format("{} sites{}: the Linux guest's workload has 2 traced functions", sites.size(),
+    if (sites.size() + (foreignInt3 ? 1 : 0) > 3)
+      bad(fmt::format("{} sites{}: the Linux guest's task calls 3 traced functions", sites.size(),
                       foreignInt3 ? " and a foreign int3" : ""));
     if (preemption)
       bad("kind linux does not model preemption yet");
-  } else if (!kernel.empty() || !kernelTree.empty() || !mutant.empty() || foreignInt3) {
-    bad("kernel, kernel_tree and mutant belong to kind = \"linux\"");
+    if (batches < 1 || batches > 4)
+      bad(fmt::format("batches = {}: between 1 and 4 batches back to back", batches));
+  } else if (!kernel.empty() || !kernelTree.empty() || !mutant.empty() || foreignInt3 ||
+             batches != 1) {
+    bad("kernel, kernel_tree, mutant, foreign_int3 and batches belong to kind = \"linux\"");
   }
 }
 
@@ -273,12 +276,13 @@ std::string Scenario::describe() const {
     for (std::size_t i = 0; i < sites.size(); ++i)
       siteList += (i ? ", " : "") + std::string(transitionLabel(sites[i]));
     return fmt::format("x86_64 Linux {}{} text_poke_queue/text_poke_finish, {} CPU{}, {} site{} "
-                       "({}{}){}, store {}, fetch {}",
+                       "({}{}){}{}, store {}, fetch {}",
                        kernel.empty() ? kernelTree : kernel,
                        mutant.empty() ? "" : " (mutant " + mutant + ")", cpus, cpus == 1 ? "" : "s",
                        sites.size(), sites.size() == 1 ? "" : "s", siteList,
                        descending ? ", queued descending" : "",
                        foreignInt3 ? ", plus a foreign int3 (kprobe-like)" : "",
+                       batches > 1 ? fmt::format(", {} batches back to back", batches) : "",
                        sim::storeModelName(store), fetch->name());
   }
   if (code == CodeKind::Kernel) {
@@ -352,6 +356,8 @@ std::string Scenario::toToml() const {
     out += fmt::format("mutant = {}\n", tomlString(mutant));
   if (foreignInt3)
     out += "foreign_int3 = true\n";
+  if (batches != 1)
+    out += fmt::format("batches = {}\n", batches);
   if (moduleToc != ModuleToc::None)
     out += fmt::format("module_toc = \"{}\"\n", moduleToc == ModuleToc::Nop ? "nop" : "skip");
   if (userEntry != UserEntry::None)

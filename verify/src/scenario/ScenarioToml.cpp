@@ -189,7 +189,8 @@ E codeWord(const std::string &origin, std::string_view key, const std::string &w
 void parseCode(const toml::table &code, const std::string &origin, Scenario &s) {
   TableReader c(code, origin, "code.",
                 {"kind", "site_offset", "calls", "tasks_per_cpu", "task_cpus", "image", "functions",
-                 "kernel", "kernel_tree", "mutant", "foreign_int3", "user_entry", "module_toc"});
+                 "kernel", "kernel_tree", "mutant", "foreign_int3", "batches", "user_entry",
+                 "module_toc"});
   if (auto v = c.string("kind"))
     s.code = codeWord<CodeKind>(origin, "kind", *v,
                                 {{"snippet", CodeKind::Snippet},
@@ -241,6 +242,8 @@ void parseCode(const toml::table &code, const std::string &origin, Scenario &s) 
     s.mutant = *v;
   if (auto v = c.boolean("foreign_int3"))
     s.foreignInt3 = *v;
+  if (auto v = c.count("batches", 1, 4))
+    s.batches = static_cast<unsigned>(*v);
 }
 
 void parseSites(const toml::node &n, const std::string &origin, Scenario &s) {

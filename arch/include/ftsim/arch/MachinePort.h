@@ -43,6 +43,8 @@ enum class TrapVerdict {
   NotMine, // not a trap this handler owns: the machine records an unexpected-trap guest fault
   Entered, // the handler set the context up to run guest handler code (an exception entry):
            // resume at the pc it set, without serialising (the exception return will)
+  Died,    // guest handler code ran and declined the trap, so the kernel dies: the handler set
+           // the context's pc to the trapping instruction; the machine records a guest fault there
 };
 
 // A host handler for a trap (x86 int3, powerpc tw) at `trapAddress` (the address of the trap

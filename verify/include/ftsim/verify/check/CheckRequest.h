@@ -30,6 +30,7 @@ struct CheckRequest {
   std::optional<std::string> kernel, kernelTree;
   std::optional<std::string> mutant; // a source mutation operator applied to that tree
   bool foreignInt3 = false;          // a kprobe-like int3 the batch does not own
+  std::optional<unsigned> batches;   // batches back to back (each undoes the one before)
   std::optional<unsigned> cpus, sites, siteOffset;
   bool preemption = false; // site scenarios: two tasks per CPU and timer preemption
   // Exploration.

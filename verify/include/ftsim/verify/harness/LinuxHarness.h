@@ -75,6 +75,9 @@ private:
   void runReference();
   arch::TrapVerdict onTrap(arch::GuestContext &ctx, std::uint64_t trapAddress);
   std::string dataName(std::uint64_t addr) const;
+  std::uint8_t *
+  guestWord(std::uint64_t addr) const; // 8 bytes of the guest's data, FatalError if none
+  void writeGuestWord(std::uint64_t addr, std::uint64_t value);
 
   Scenario scenario_;
   const arch::Arch &arch_;
@@ -82,7 +85,8 @@ private:
   std::unique_ptr<sim::Machine> machine_;
   std::unique_ptr<linuxk::PokeCpu> poke_;
   std::vector<LinuxSite> sites_;
-  std::vector<linuxk::PokeRequest> requests_;
+  std::vector<linuxk::PokeRequest> requests_; // old -> new, in queueing order
+  std::vector<linuxk::PokeRequest> undo_;     // new -> old: every second batch
   sim::Snapshot initial_;
   std::vector<std::uint64_t> reference_;
   std::vector<LinuxFinding> findings_;

@@ -230,6 +230,7 @@ struct Scenario {
   std::string kernelTree;    // kind linux: a Linux tree's directory (instead of kernel)
   std::string mutant;        // kind linux: a source mutation operator applied to the tree
   bool foreignInt3 = false;  // kind linux: a kprobe-like int3 the batch does not own
+  unsigned batches = 1;      // kind linux: batches back to back, each undoing the one before
   TrampolineSpec trampoline; // kind trampoline
   ExploreSpec explore;
 
