@@ -73,6 +73,10 @@ void addProgressFlag(CLI::App *cmd, bool &forced);
 // else, for the ftsim of a build tree, that tree's corpora/ output; else (an installed ftsim)
 // ../share/ftsim/guest relative to the executable.
 std::string guestDir();
+
+// Points the Linux library at an installed ftsim's linux/ scripts (<datadir>/ftsim/linux); the
+// ftsim of a build tree keeps the source tree's.
+void useInstalledLinuxScripts();
 // The scenarios shipped with ftsim: corpora/scenarios of the source tree for the ftsim of a build
 // tree, ../share/ftsim/scenarios relative to an installed executable.
 std::string scenarioDir();

@@ -2,6 +2,7 @@
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
+#include "ftsim/linux/LinuxGuest.h"
 #include "ftsim/verify/harness/Harness.h"
 
 #include <fmt/format.h>
@@ -46,6 +47,11 @@ std::string guestDir() {
   if (const char *env = std::getenv("FTSIM_GUEST_DIR"); env && *env)
     return env;
   return inBuildTree() ? FTSIM_DEFAULT_GUEST_DIR : installedDataDir() + "/guest";
+}
+
+void useInstalledLinuxScripts() {
+  if (!inBuildTree())
+    linuxk::setLinuxDataDir(installedDataDir() + "/linux");
 }
 
 std::string scenarioDir() {

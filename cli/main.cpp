@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
   app.name("ftsim");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(FTSIM_VERSION));
+  ftsim::cli::useInstalledLinuxScripts();
   ftsim::cli::CommandResult result;
   ftsim::cli::addMcountCommand(app, result);
   ftsim::cli::addProtocolsCommand(app, result);

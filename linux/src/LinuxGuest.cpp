@@ -76,7 +76,19 @@ ScriptResult runScript(const std::string &command) {
 
 } // namespace
 
-std::string linuxObjectsScript() { return FTSIM_LINUX_OBJECTS_SCRIPT; }
+namespace {
+std::string &linuxDataDir() {
+  static std::string dir;
+  return dir;
+}
+} // namespace
+
+void setLinuxDataDir(std::string dir) { linuxDataDir() = std::move(dir); }
+
+std::string linuxObjectsScript() {
+  return linuxDataDir().empty() ? FTSIM_LINUX_OBJECTS_SCRIPT
+                                : linuxDataDir() + "/kbuild/linux-objects";
+}
 
 LinuxGuest buildLinuxGuest(const LinuxTreeRequest &request) {
   std::string command = shellQuote(linuxObjectsScript());

@@ -45,5 +45,8 @@ LinuxGuest buildLinuxGuest(const LinuxTreeRequest &request);
 
 // The build script (linux/kbuild/linux-objects) this build of ftsim runs.
 std::string linuxObjectsScript();
+// Where an installed ftsim keeps linux/'s kbuild/ and guest/ (e.g. /usr/share/ftsim/linux); until
+// set, linuxObjectsScript() is the source tree's, as for the ftsim of a build tree.
+void setLinuxDataDir(std::string dir);
 
 } // namespace ftsim::linuxk
