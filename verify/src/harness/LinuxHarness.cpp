@@ -56,12 +56,22 @@ public:
         finished += x.machine.task(static_cast<int>(t)).state == sim::TaskState::Exited;
       const std::uint64_t expected = finished * h_.scenario().calls * h_.sites().size();
       const std::uint64_t hits = h_.tracerHits();
-      if (finished == x.machine.taskCount() && hits != expected)
-        out.push_back(violationAt(
+      if (finished == x.machine.taskCount() && hits != expected) {
+        Violation v = violationAt(
             "trace-completeness", x.machine.eventCount(),
             fmt::format("the traced calls reached the tracers {} times, not {}: a call at a site "
                         "traced throughout was lost",
-                        hits, expected)));
+                        hits, expected));
+        // Where: the first int3 the handler resumed past without a call.
+        if (const auto &skips = h_.resumedWithoutCall(); !skips.empty()) {
+          v.pc = skips.front();
+          v.site = h_.siteOf(v.pc);
+          v.message += fmt::format("; poke_int3_handler() resumed the int3 at {} at the next "
+                                   "instruction, with no call",
+                                   h_.symbol(v.pc));
+        }
+        out.push_back(std::move(v));
+      }
     }
     for (std::size_t i = 0; i < h_.sites().size(); ++i) {
       const LinuxSite &s = h_.sites()[i];
@@ -105,6 +115,7 @@ void LinuxHarness::build() {
   handler_ = guest_.symbol("poke_int3_handler");
   iretStub_ = guest_.symbol("ftsim_linux_iret");
   frames_.assign(scenario_.cpus, {});
+  trapAt_.assign(scenario_.cpus, 0);
 
   // The sites: the traced workload's __mcount_loc entries, in address order.
   std::vector<std::uint64_t> locs = guest_.image.mcountLocs;
@@ -198,6 +209,9 @@ arch::TrapVerdict LinuxHarness::onTrap(arch::GuestContext &ctx, std::uint64_t at
     frames_[cpu] = {};
     const std::uint64_t handled = linuxk::int3HandlerResult(ctx);
     linuxk::returnFromInt3(ctx, frame);
+    const std::uint64_t trap = trapAt_[cpu];
+    if (handled && ctx.pc() == trap + arch_.nop().size() && !siteOf(trap).empty())
+      resumedWithoutCall_.push_back(trap);
     if (!handled && kprobe_ && ctx.pc() - 1 == kprobe_) {
       // do_int3(): poke_int3_handler() declined, kprobe_int3_handler() takes it and emulates the
       // probed instruction (a 5-byte nop).
@@ -224,6 +238,7 @@ arch::TrapVerdict LinuxHarness::onTrap(arch::GuestContext &ctx, std::uint64_t at
     finding(at, fmt::format("int3 at {} inside poke_int3_handler", symbol(at)));
     return arch::TrapVerdict::NotMine;
   }
+  trapAt_[cpu] = at;
   const std::uint64_t top = kExceptionStacks + kExceptionStackSize * (cpu + 1);
   frames_[cpu] = linuxk::enterInt3Handler(ctx, at, top, handler_, iretStub_);
   m.setInterruptsEnabled(cpu, false);
@@ -236,6 +251,8 @@ sim::RunResult LinuxHarness::runExecution(sim::Scheduler &scheduler,
   m.restore(initial_);
   findings_.clear();
   frames_.assign(scenario_.cpus, {});
+  trapAt_.assign(scenario_.cpus, 0);
+  resumedWithoutCall_.clear();
   m.startPatcher([this, &m](arch::MachinePort &port) {
     linuxk::PokeHooks hooks;
     hooks.textWrite = [&port](std::uint64_t addr, std::span<const std::uint8_t> bytes) {

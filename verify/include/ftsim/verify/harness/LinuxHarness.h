@@ -67,6 +67,9 @@ public:
   const linuxk::LinuxGuest &guest() const { return guest_; }
   const std::vector<LinuxSite> &sites() const { return sites_; }
   const std::vector<LinuxFinding> &findings() const { return findings_; }
+  // The int3s (site addresses) poke_int3_handler resumed at the next instruction in the last
+  // execution, emulating no call (a nop's emulation, or a handler that skips).
+  const std::vector<std::uint64_t> &resumedWithoutCall() const { return resumedWithoutCall_; }
   // ftsim_tracer's and ftsim_tracer_b's hits in the last execution.
   std::uint64_t tracerHits() const;
 
@@ -91,6 +94,8 @@ private:
   std::vector<std::uint64_t> reference_;
   std::vector<LinuxFinding> findings_;
   std::vector<linuxk::Int3Frame> frames_; // per CPU: the handler's pt_regs, regs == 0 outside
+  std::vector<std::uint64_t> trapAt_;     // per CPU: the int3 its handler was entered for
+  std::vector<std::uint64_t> resumedWithoutCall_;
   std::uint64_t handler_ = 0, iretStub_ = 0;
   std::uint64_t kprobe_ = 0; // the foreign int3's address, 0 without one
 };
