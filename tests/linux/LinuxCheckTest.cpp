@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 namespace ftsim::verify {
 namespace {
@@ -172,6 +173,39 @@ TEST(LinuxCheck, TwoSitesAndAKprobeUseAThirdTracedFunction) {
   Scenario three = s;
   three.sites.push_back(Transition::NopToCall);
   EXPECT_THROW(three.validate("three"), FatalError);
+}
+
+} // namespace
+} // namespace ftsim::verify
+
+namespace ftsim::verify {
+namespace {
+
+TEST(LinuxCheck, PublishedLinuxScenariosHaveTheirExpectedVerdict) {
+  // Every corpora scenario of kind linux (int3-handler-null-vec, int3-handler-late-put and their
+  // fixed variants): the verdict and oracle its file expects, on the tree it names.
+  ::setenv("FTSIM_LINUX_CACHE", FTSIM_LINUX_TEST_CACHE, 1);
+  unsigned files = 0;
+  for (const auto &entry :
+       std::filesystem::directory_iterator(std::string(FTSIM_CORPORA_DIR) + "/scenarios")) {
+    if (entry.path().extension() != ".toml")
+      continue;
+    Scenario s = loadScenarioFile(entry.path().string());
+    if (s.code != CodeKind::Linux)
+      continue;
+    ++files;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_EQ(parseScenario(s.toToml(), "round-trip"), s);
+    LinuxHarness h(s);
+    CheckReport r = check(h, exploreOptionsFor(s));
+    if (s.expectVerdict == "verified") {
+      EXPECT_EQ(r.verdict, Verdict::Verified) << formatCheck(h, r, "");
+    } else {
+      ASSERT_TRUE(r.found) << formatCheck(h, r, "");
+      EXPECT_EQ(r.found->violation.oracle, s.expectOracle);
+    }
+  }
+  EXPECT_GE(files, 4u);
 }
 
 } // namespace

@@ -7,8 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
-#include <regex>
+#include <cstring>
 
 namespace ftsim::verify {
 namespace {
@@ -22,14 +23,20 @@ TEST(LinuxMutants, EveryOperatorIsKilledOn612WithItsGuestInstructionAndTheTreePa
   EXPECT_TRUE(score.treeSurvives);
   EXPECT_EQ(score.mutants, operators.size());
   EXPECT_EQ(score.killed, score.mutants);
-  const std::regex fileLine(R"((linux/guest/workload\.c|arch/x86/kernel/alternative\.c):\d+)");
+  // "… (traced_a+0x0, linux/guest/workload.c:11)" or "… (arch/x86/kernel/alternative.c:2361 …)"
+  auto namesFileLine = [](const std::string &where) {
+    for (const char *file : {"linux/guest/workload.c:", "arch/x86/kernel/alternative.c:"})
+      if (auto at = where.find(file); at != std::string::npos)
+        return std::isdigit(static_cast<unsigned char>(where[at + std::strlen(file)])) != 0;
+    return false;
+  };
   for (const LinuxMutantResult &r : score.results) {
     if (r.op.empty()) {
       EXPECT_EQ(r.verdict, Verdict::Verified) << r.description << ": " << r.evidence;
       continue;
     }
     EXPECT_TRUE(r.killed) << r.op << " survives: " << r.scenario;
-    EXPECT_TRUE(std::regex_search(r.where, fileLine)) << r.op << " at '" << r.where << "'";
+    EXPECT_TRUE(namesFileLine(r.where)) << r.op << " at '" << r.where << "'";
   }
 }
 
