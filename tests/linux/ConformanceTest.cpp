@@ -34,8 +34,9 @@ RC_GTEST_PROP(Conformance, RandomBatchesMatchTheTreeStoreBySyncByHandlerState, (
   RC_PRE(traced >= 8u);
   std::vector<std::size_t> order(traced);
   std::iota(order.begin(), order.end(), std::size_t{0});
-  const auto shuffled = *rc::gen::shuffle(order);
-  const auto n = *rc::gen::inRange<std::size_t>(1, 9);
+  // gen::inRange scales with the size (small sizes give the low end only): pick uniformly.
+  const auto n = *rc::gen::elementOf(std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8});
+  const auto shuffled = *rc::gen::unique<std::vector<std::size_t>>(n, rc::gen::elementOf(order));
   std::vector<std::pair<std::size_t, Transition>> picks;
   for (std::size_t i = 0; i < n; ++i)
     picks.emplace_back(shuffled[i], *rc::gen::element(Transition::NopToCall, Transition::CallToNop,
@@ -53,7 +54,7 @@ TEST(Conformance, TheTreesHandlerIsArmedFromTheStartUntilTheVectorIsWithdrawn) {
   const ConformanceTrace tree = treeConformanceTrace(g, sim::StoreModel::Byte, sites);
   ASSERT_EQ(tree.failure, "");
   // 2 int3s, sync, 2 x 4 tail bytes, sync, 2 first bytes, sync.
-  ASSERT_EQ(tree.steps.size(), 14u);
+  ASSERT_EQ(tree.steps.size(), 15u);
   EXPECT_EQ(tree.armedBefore, (std::vector<bool>{true, true}));
   for (std::size_t i = 0; i + 1 < tree.steps.size(); ++i)
     EXPECT_EQ(tree.steps[i].armed, (std::vector<bool>{true, true})) << i;
@@ -80,7 +81,7 @@ TEST(Conformance, MutantsOfTheModelAreCaughtAtTheirFirstDifference) {
                         Case{"int3-swapped", DifferenceKind::StoreTarget, 3},
                         Case{"int3-late-vector", DifferenceKind::ArmedBefore, 0},
                         Case{"int3-nobsearch", DifferenceKind::ArmedBefore, 0},
-                        Case{"int3-nosync3", DifferenceKind::SyncOnlyInTree, 14}}) {
+                        Case{"int3-nosync3", DifferenceKind::Armed, 13}}) {
     const auto d =
         firstDifference(modelConformanceTrace(sim::StoreModel::Byte, sites, c.protocol), tree);
     ASSERT_TRUE(d.has_value()) << c.protocol;

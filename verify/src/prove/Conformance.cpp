@@ -59,6 +59,8 @@ conformanceSites(const linuxk::LinuxGuest &guest,
     s.index = index;
     s.transition = transition;
     s.addr = locs[index];
+    const arch::ImageSymbol *fn = guest.image.symbolAt(s.addr);
+    s.function = fn ? fn->name : fmt::format("{:#x}", s.addr);
     const arch::Bytes nop = arch.nop();
     const arch::Bytes callA = arch.call(s.addr, tracerA).bytes;
     const arch::Bytes callB = arch.call(s.addr, tracerB).bytes;
@@ -239,8 +241,8 @@ std::string describeStep(const ConformanceStep &step) {
 std::string describeSites(const std::vector<ConformanceSite> &sites) {
   std::string out;
   for (const ConformanceSite &s : sites)
-    out += fmt::format("{}{}:{}", out.empty() ? "" : " ", static_cast<char>('a' + s.index),
-                       transitionLabel(s.transition));
+    out +=
+        fmt::format("{}{}:{}", out.empty() ? "" : " ", s.function, transitionLabel(s.transition));
   return out;
 }
 

@@ -26,6 +26,7 @@ namespace ftsim::verify {
 // ftsim_tracer and a call to ftsim_tracer_b.
 struct ConformanceSite {
   std::size_t index = 0;
+  std::string function; // the traced function the site is in ("traced_c")
   Transition transition = Transition::NopToCall;
   std::uint64_t addr = 0;
   arch::Bytes oldBytes, newBytes;
@@ -86,7 +87,7 @@ std::optional<ConformanceDifference> firstDifference(const ConformanceTrace &mod
 bool isDocumentedDifference(const ConformanceDifference &difference);
 
 std::string describeStep(const ConformanceStep &step); // "store 0x… e8", "sync"; + " armed 10"
-std::string describeSites(const std::vector<ConformanceSite> &sites); // "a:nop-to-call c:…"
+std::string describeSites(const std::vector<ConformanceSite> &sites); // "traced_a:nop-to-call …"
 
 struct ConformanceOptions {
   std::size_t batches = 100;
