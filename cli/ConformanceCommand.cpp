@@ -18,7 +18,7 @@ void addConformanceCommand(CLI::App &app, CommandResult &result) {
       "conformance", "Compare the C++ int3 protocol with a Linux tree's own text_poke code on "
                      "random batches: stores, syncs and the handler's state after each");
   struct Flags {
-    std::string kernel, kernelTree, store = "byte";
+    std::string kernel, kernelTree, store = "byte", changes = "all";
     std::size_t batches = 100;
     std::uint64_t seed = 1;
   };
@@ -29,12 +29,18 @@ void addConformanceCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--batches", f->batches, "random batches of 1-8 sites (default 100)");
   cmd->add_option("--seed", f->seed, "the batches' seed (default 1)");
   cmd->add_option("--store", f->store, "store model both sides split text writes by (byte)");
+  cmd->add_option("--changes", f->changes,
+                  "all (default: also nop-to-int3 and nop-to-ret) or harness (nop-to-call, "
+                  "call-to-nop, call-to-call)");
   cmd->callback([f, &result] {
     if (!f->kernel.empty() && !f->kernelTree.empty())
       fatal("conformance: --kernel and --kernel-tree exclude each other");
     if (f->batches == 0)
       fatal("--batches 0: at least one batch");
+    if (f->changes != "all" && f->changes != "harness")
+      fatal("--changes '{}': all or harness", f->changes);
     verify::ConformanceOptions options;
+    options.allChanges = f->changes == "all";
     options.batches = f->batches;
     options.seed = f->seed;
     options.store = sim::parseStoreModel(f->store);
@@ -58,10 +64,10 @@ void addConformanceCommand(CLI::App &app, CommandResult &result) {
     for (const auto &[kind, n] : report.kinds())
       kinds += fmt::format(", {} {}", n, verify::differenceKindName(kind));
     fmt::print("conformance: {}/{} batches the same, {} documented differences, {} undocumented{}; "
-               "store {}, seed {}\n",
+               "store {}, seed {}, changes {}\n",
                report.same(), report.batches.size(), report.documented(),
                report.batches.size() - report.same() - report.documented(), kinds,
-               sim::storeModelName(options.store), options.seed);
+               sim::storeModelName(options.store), options.seed, f->changes);
     result.exitCode = report.conforms() ? 0 : 1;
   });
 }

@@ -37,10 +37,12 @@ RC_GTEST_PROP(Conformance, RandomBatchesMatchTheTreeStoreBySyncByHandlerState, (
   // gen::inRange scales with the size (small sizes give the low end only): pick uniformly.
   const auto n = *rc::gen::elementOf(std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8});
   const auto shuffled = *rc::gen::unique<std::vector<std::size_t>>(n, rc::gen::elementOf(order));
-  std::vector<std::pair<std::size_t, Transition>> picks;
+  std::vector<std::pair<std::size_t, ConformanceChange>> picks;
   for (std::size_t i = 0; i < n; ++i)
-    picks.emplace_back(shuffled[i], *rc::gen::element(Transition::NopToCall, Transition::CallToNop,
-                                                      Transition::CallToCall));
+    picks.emplace_back(
+        shuffled[i], *rc::gen::element(ConformanceChange::NopToCall, ConformanceChange::CallToNop,
+                                       ConformanceChange::CallToCall, ConformanceChange::NopToInt3,
+                                       ConformanceChange::NopToRet));
   const ConformanceBatch b = compareBatch(g, sim::StoreModel::Byte, conformanceSites(g, picks));
   RC_ASSERT(b.modelSteps > 0u);
   RC_ASSERT(!b.difference || isDocumentedDifference(*b.difference));
@@ -50,7 +52,8 @@ RC_GTEST_PROP(Conformance, RandomBatchesMatchTheTreeStoreBySyncByHandlerState, (
 
 TEST(Conformance, TheTreesHandlerIsArmedFromTheStartUntilTheVectorIsWithdrawn) {
   const linuxk::LinuxGuest &g = guest612();
-  const auto sites = conformanceSites(g, {{0, Transition::NopToCall}, {2, Transition::CallToNop}});
+  const auto sites =
+      conformanceSites(g, {{0, ConformanceChange::NopToCall}, {2, ConformanceChange::CallToNop}});
   const ConformanceTrace tree = treeConformanceTrace(g, sim::StoreModel::Byte, sites);
   ASSERT_EQ(tree.failure, "");
   // 2 int3s, sync, 2 x 4 tail bytes, sync, 2 first bytes, sync.
@@ -68,7 +71,8 @@ TEST(Conformance, TheTreesHandlerIsArmedFromTheStartUntilTheVectorIsWithdrawn) {
 // difference names what the mutant changed.
 TEST(Conformance, MutantsOfTheModelAreCaughtAtTheirFirstDifference) {
   const linuxk::LinuxGuest &g = guest612();
-  const auto sites = conformanceSites(g, {{0, Transition::NopToCall}, {3, Transition::CallToCall}});
+  const auto sites =
+      conformanceSites(g, {{0, ConformanceChange::NopToCall}, {3, ConformanceChange::CallToCall}});
   const ConformanceTrace tree = treeConformanceTrace(g, sim::StoreModel::Byte, sites);
   struct Case {
     const char *protocol;
@@ -93,9 +97,33 @@ TEST(Conformance, MutantsOfTheModelAreCaughtAtTheirFirstDifference) {
   EXPECT_FALSE(firstDifference(modelConformanceTrace(sim::StoreModel::Byte, sites), tree));
 }
 
+// text_poke_bp_batch()'s do_sync: with no entry longer than one byte there is no tail, so no sync
+// after the tails; an entry whose new byte is an int3 keeps it, so no first byte and no final sync.
+TEST(Conformance, OneByteInt3RequestsSkipTheLaterPhasesSyncsInTheTreeAndTheModel) {
+  const linuxk::LinuxGuest &g = guest612();
+  const auto sites =
+      conformanceSites(g, {{1, ConformanceChange::NopToInt3}, {6, ConformanceChange::NopToInt3}});
+  const ConformanceTrace tree = treeConformanceTrace(g, sim::StoreModel::Byte, sites);
+  ASSERT_EQ(tree.failure, "");
+  ASSERT_EQ(tree.steps.size(), 3u);
+  EXPECT_EQ(tree.steps[0].bytes, arch::Bytes{0xcc});
+  EXPECT_EQ(tree.steps[1].bytes, arch::Bytes{0xcc});
+  EXPECT_EQ(tree.steps[2].kind, TraceStep::Kind::Sync);
+  // The tree's handler declines an int3 the batch itself asked for ("do not consume").
+  EXPECT_EQ(tree.armedBefore, (std::vector<bool>{false, false}));
+  EXPECT_FALSE(firstDifference(modelConformanceTrace(sim::StoreModel::Byte, sites), tree));
+  // Mixed with a call: the tails' and the first bytes' syncs come back, for the call's sake.
+  const auto mixed =
+      conformanceSites(g, {{1, ConformanceChange::NopToInt3}, {6, ConformanceChange::NopToRet}});
+  const ConformanceBatch b = compareBatch(g, sim::StoreModel::Byte, mixed);
+  EXPECT_FALSE(b.difference) << explain(b);
+  EXPECT_EQ(b.treeSteps, 2u + 1 + 4 + 1 + 1 + 1);
+}
+
 TEST(Conformance, TheWordStoreModelSplitsBothSidesAlike) {
   const linuxk::LinuxGuest &g = guest612();
-  const auto sites = conformanceSites(g, {{5, Transition::CallToNop}, {7, Transition::NopToCall}});
+  const auto sites =
+      conformanceSites(g, {{5, ConformanceChange::CallToNop}, {7, ConformanceChange::NopToCall}});
   const ConformanceBatch b = compareBatch(g, sim::StoreModel::Word, sites);
   EXPECT_FALSE(b.difference) << explain(b);
   EXPECT_LT(b.treeSteps, 15u); // a 4-byte tail is fewer than 4 stores unless it straddles

@@ -44,35 +44,41 @@ std::string sideAt(const ConformanceTrace &t, std::size_t i) {
 
 std::vector<ConformanceSite>
 conformanceSites(const linuxk::LinuxGuest &guest,
-                 const std::vector<std::pair<std::size_t, Transition>> &picks) {
+                 const std::vector<std::pair<std::size_t, ConformanceChange>> &picks) {
   std::vector<std::uint64_t> locs = guest.image.mcountLocs;
   std::sort(locs.begin(), locs.end());
   const arch::Arch &arch = x86();
   const std::uint64_t tracerA = guest.symbol("ftsim_tracer");
   const std::uint64_t tracerB = guest.symbol("ftsim_tracer_b");
   std::vector<ConformanceSite> out;
-  for (const auto &[index, transition] : picks) {
+  for (const auto &[index, change] : picks) {
     if (index >= locs.size())
       fatal("kernel tree '{}': the guest has {} traced sites, the batch needs site {}",
             guest.treeLabel, locs.size(), index + 1);
     ConformanceSite s;
     s.index = index;
-    s.transition = transition;
+    s.change = change;
     s.addr = locs[index];
     const arch::ImageSymbol *fn = guest.image.symbolAt(s.addr);
     s.function = fn ? fn->name : fmt::format("{:#x}", s.addr);
     const arch::Bytes nop = arch.nop();
     const arch::Bytes callA = arch.call(s.addr, tracerA).bytes;
     const arch::Bytes callB = arch.call(s.addr, tracerB).bytes;
-    switch (transition) {
-    case Transition::NopToCall:
+    switch (change) {
+    case ConformanceChange::NopToCall:
       s.oldBytes = nop, s.newBytes = callA;
       break;
-    case Transition::CallToNop:
+    case ConformanceChange::CallToNop:
       s.oldBytes = callA, s.newBytes = nop;
       break;
-    case Transition::CallToCall:
+    case ConformanceChange::CallToCall:
       s.oldBytes = callA, s.newBytes = callB;
+      break;
+    case ConformanceChange::NopToInt3:
+      s.oldBytes = {nop[0]}, s.newBytes = {0xcc};
+      break;
+    case ConformanceChange::NopToRet:
+      s.oldBytes = nop, s.newBytes = {0xc3, 0xcc, 0xcc, 0xcc, 0xcc};
       break;
     }
     out.push_back(std::move(s));
@@ -167,6 +173,22 @@ ConformanceTrace treeConformanceTrace(const linuxk::LinuxGuest &guest, sim::Stor
   return out;
 }
 
+std::string_view conformanceChangeLabel(ConformanceChange c) {
+  switch (c) {
+  case ConformanceChange::NopToCall:
+    return "nop-to-call";
+  case ConformanceChange::CallToNop:
+    return "call-to-nop";
+  case ConformanceChange::CallToCall:
+    return "call-to-call";
+  case ConformanceChange::NopToInt3:
+    return "nop-to-int3";
+  case ConformanceChange::NopToRet:
+    return "nop-to-ret";
+  }
+  return "?";
+}
+
 std::string_view differenceKindName(DifferenceKind kind) {
   switch (kind) {
   case DifferenceKind::ArmedBefore:
@@ -241,8 +263,8 @@ std::string describeStep(const ConformanceStep &step) {
 std::string describeSites(const std::vector<ConformanceSite> &sites) {
   std::string out;
   for (const ConformanceSite &s : sites)
-    out +=
-        fmt::format("{}{}:{}", out.empty() ? "" : " ", s.function, transitionLabel(s.transition));
+    out += fmt::format("{}{}:{}", out.empty() ? "" : " ", s.function,
+                       conformanceChangeLabel(s.change));
   return out;
 }
 
@@ -266,13 +288,13 @@ std::map<DifferenceKind, std::size_t> ConformanceReport::kinds() const {
   return out;
 }
 
-std::vector<std::vector<std::pair<std::size_t, Transition>>>
+std::vector<std::vector<std::pair<std::size_t, ConformanceChange>>>
 randomConformanceBatches(std::size_t traced, const ConformanceOptions &options) {
   // mt19937_64's sequence is fixed by the standard; the distributions are not, so the draws are
   // plain remainders.
   std::mt19937_64 rng(options.seed);
   const std::size_t most = std::min(options.maxSites, traced);
-  std::vector<std::vector<std::pair<std::size_t, Transition>>> out;
+  std::vector<std::vector<std::pair<std::size_t, ConformanceChange>>> out;
   for (std::size_t b = 0; b < options.batches; ++b) {
     std::vector<std::size_t> order(traced);
     for (std::size_t i = 0; i < traced; ++i)
@@ -280,9 +302,10 @@ randomConformanceBatches(std::size_t traced, const ConformanceOptions &options) 
     for (std::size_t i = traced; i > 1; --i) // Fisher-Yates
       std::swap(order[i - 1], order[rng() % i]);
     const std::size_t n = 1 + rng() % most;
-    std::vector<std::pair<std::size_t, Transition>> picks;
+    std::vector<std::pair<std::size_t, ConformanceChange>> picks;
     for (std::size_t i = 0; i < n; ++i)
-      picks.emplace_back(order[i], static_cast<Transition>(rng() % 3));
+      picks.emplace_back(order[i], static_cast<ConformanceChange>(
+                                       rng() % (options.allChanges ? kConformanceChanges : 3)));
     out.push_back(std::move(picks));
   }
   return out;

@@ -11,7 +11,6 @@
 #include "ftsim/linux/LinuxGuest.h"
 #include "ftsim/sim/Models.h"
 #include "ftsim/verify/prove/ProtocolTrace.h"
-#include "ftsim/verify/scenario/Scenario.h"
 
 #include <cstdint>
 #include <map>
@@ -21,13 +20,21 @@
 
 namespace ftsim::verify {
 
-// One site of a batch, as the linux harness builds it (LinuxHarness::build): the index-th traced
-// function's `call __fentry__` site (in address order) turned between the 5-byte nop, a call to
-// ftsim_tracer and a call to ftsim_tracer_b.
+// What a batch does to one site. The first three are the linux harness's transitions
+// (LinuxHarness::build): between the 5-byte nop, a call to ftsim_tracer and a call to
+// ftsim_tracer_b. The last two reach the branches of text_poke_bp_batch() those never take: a
+// one-byte request whose new byte is an int3 (a kprobe arming the nop's first byte: no tail, and
+// its first byte is not written back), and a `ret` padded with int3s (the handler's
+// int3_emulate_ret).
+enum class ConformanceChange { NopToCall, CallToNop, CallToCall, NopToInt3, NopToRet };
+inline constexpr std::size_t kConformanceChanges = 5;
+std::string_view conformanceChangeLabel(ConformanceChange c); // "nop-to-int3"
+
+// One site of a batch: the index-th traced function's `call __fentry__` site (in address order).
 struct ConformanceSite {
   std::size_t index = 0;
   std::string function; // the traced function the site is in ("traced_c")
-  Transition transition = Transition::NopToCall;
+  ConformanceChange change = ConformanceChange::NopToCall;
   std::uint64_t addr = 0;
   arch::Bytes oldBytes, newBytes;
 };
@@ -36,7 +43,7 @@ struct ConformanceSite {
 // traced sites than an index needs.
 std::vector<ConformanceSite>
 conformanceSites(const linuxk::LinuxGuest &guest,
-                 const std::vector<std::pair<std::size_t, Transition>> &picks);
+                 const std::vector<std::pair<std::size_t, ConformanceChange>> &picks);
 
 struct ConformanceStep {
   TraceStep::Kind kind = TraceStep::Kind::Store;
@@ -94,6 +101,7 @@ struct ConformanceOptions {
   std::uint64_t seed = 1;
   sim::StoreModel store = sim::StoreModel::Byte;
   std::size_t maxSites = 8;
+  bool allChanges = true;
 };
 
 struct ConformanceBatch {
@@ -110,9 +118,10 @@ struct ConformanceReport {
   bool conforms() const { return same() + documented() == batches.size(); }
 };
 
-// Random batches of 1..maxSites distinct sites with random transitions, from `seed`
+// Random batches of 1..maxSites distinct sites with random changes (the harness's three only
+// unless `allChanges`), from `seed`
 // (deterministic: the same options give the same batches on every machine).
-std::vector<std::vector<std::pair<std::size_t, Transition>>>
+std::vector<std::vector<std::pair<std::size_t, ConformanceChange>>>
 randomConformanceBatches(std::size_t traced, const ConformanceOptions &options);
 
 ConformanceBatch compareBatch(const linuxk::LinuxGuest &guest, sim::StoreModel store,
