@@ -18,7 +18,7 @@ void addConformanceCommand(CLI::App &app, CommandResult &result) {
       "conformance", "Compare the C++ int3 protocol with a Linux tree's own text_poke code on "
                      "random batches: stores, syncs and the handler's state after each");
   struct Flags {
-    std::string kernel, kernelTree, store = "byte", changes = "all";
+    std::string kernel, kernelTree, mutant, store = "byte", changes = "all";
     std::size_t batches = 100;
     std::uint64_t seed = 1;
   };
@@ -26,6 +26,8 @@ void addConformanceCommand(CLI::App &app, CommandResult &result) {
   cmd->add_option("--kernel", f->kernel,
                   "Debian's linux-source-VERSION (6.1, 6.12); 6.12 when no tree is given");
   cmd->add_option("--kernel-tree", f->kernelTree, "any x86-64 tree (built out of tree)");
+  cmd->add_option("--mutant", f->mutant,
+                  "a source mutant of the tree (linux/kbuild/mutate --list): the check must fail");
   cmd->add_option("--batches", f->batches, "random batches of 1-8 sites (default 100)");
   cmd->add_option("--seed", f->seed, "the batches' seed (default 1)");
   cmd->add_option("--store", f->store, "store model both sides split text writes by (byte)");
@@ -44,8 +46,9 @@ void addConformanceCommand(CLI::App &app, CommandResult &result) {
     options.batches = f->batches;
     options.seed = f->seed;
     options.store = sim::parseStoreModel(f->store);
-    const linuxk::LinuxGuest guest = linuxk::buildLinuxGuest(
-        {f->kernelTree.empty() && f->kernel.empty() ? "6.12" : f->kernel, f->kernelTree, "", ""});
+    const linuxk::LinuxGuest guest =
+        linuxk::buildLinuxGuest({f->kernelTree.empty() && f->kernel.empty() ? "6.12" : f->kernel,
+                                 f->kernelTree, "", f->mutant});
     const verify::ConformanceReport report = verify::runConformance(guest, options);
     fmt::print("{}\n", guest.describe());
     for (std::size_t i = 0; i < report.batches.size(); ++i) {
