@@ -69,6 +69,9 @@ Int3ProbeResult Int3Probe::probe(std::uint64_t site) {
   regs[kFlags] = kFlagsIf | kFlagsFixed;
   regs[kSp] = trappedSp;
   const std::uint64_t frame = trappedSp - 2048;
+  // The trapped stack's top two words read as 0: what a `ret` pops, where a call pushes.
+  const std::uint64_t zeros[2] = {0, 0};
+  uc_mem_write(uc, trappedSp - 8, zeros, sizeof zeros);
   static_assert(sizeof regs == kPtRegsSize);
   uc_mem_write(uc, frame, regs.data(), kPtRegsSize);
   const std::uint64_t returnStub = guest_.symbol("ftsim_linux_iret");
@@ -88,6 +91,12 @@ Int3ProbeResult Int3Probe::probe(std::uint64_t site) {
   Int3ProbeResult out;
   if (err == UC_ERR_OK && m.intno < 0 && pc == returnStub) {
     out.handled = (rax & 0xffffffffu) != 0; // int poke_int3_handler(struct pt_regs *)
+    if (out.handled) {
+      uc_mem_read(uc, frame, regs.data(), kPtRegsSize);
+      out.ip = regs[kIp];
+      if (regs[kSp] == trappedSp - 8)
+        uc_mem_read(uc, trappedSp - 8, &out.pushed, 8);
+    }
     return out;
   }
   if (m.intno >= 0) {

@@ -65,6 +65,12 @@ TEST(Conformance, TheTreesHandlerIsArmedFromTheStartUntilTheVectorIsWithdrawn) {
   EXPECT_EQ(tree.steps.back().armed, (std::vector<bool>{false, false}));
   EXPECT_EQ(tree.steps[0].bytes, arch::Bytes{0xcc});
   EXPECT_EQ(tree.steps[0].addr, sites[0].addr);
+  // Where the tree's handler sends a trapped CPU: the new call's target, its return address
+  // pushed; the new nop jumped over.
+  const TrapResume call{g.symbol("ftsim_tracer"), sites[0].addr + 5};
+  const TrapResume nop{sites[1].addr + 5, 0};
+  EXPECT_EQ(tree.resumeBefore, (std::vector<TrapResume>{call, nop}));
+  EXPECT_EQ(tree.steps.back().resume, (std::vector<TrapResume>{{}, {}}));
 }
 
 // The check can fail: each mutant of the C++ protocol differs from the tree, and the first
@@ -85,6 +91,7 @@ TEST(Conformance, MutantsOfTheModelAreCaughtAtTheirFirstDifference) {
                         Case{"int3-swapped", DifferenceKind::StoreTarget, 3},
                         Case{"int3-late-vector", DifferenceKind::ArmedBefore, 0},
                         Case{"int3-nobsearch", DifferenceKind::ArmedBefore, 0},
+                        Case{"int3-skip", DifferenceKind::Emulation, 0},
                         Case{"int3-nosync3", DifferenceKind::Armed, 13}}) {
     const auto d =
         firstDifference(modelConformanceTrace(sim::StoreModel::Byte, sites, c.protocol), tree);

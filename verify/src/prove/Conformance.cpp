@@ -35,6 +35,17 @@ std::string armedText(const std::vector<bool> &armed) {
   return out;
 }
 
+// Where each handled trap resumes: "resumes 0x… (pushed 0x…) | declined | …".
+std::string resumeText(const std::vector<TrapResume> &resume) {
+  std::string out = "resumes";
+  for (const TrapResume &r : resume) {
+    out += r == TrapResume{} ? " -" : fmt::format(" {:#x}", r.pc);
+    if (r.pushed)
+      out += fmt::format(" (pushed {:#x})", r.pushed);
+  }
+  return out;
+}
+
 // What one side does at step `i` (or "end" past its last step).
 std::string sideAt(const ConformanceTrace &t, std::size_t i) {
   return i < t.steps.size() ? describeStep(t.steps[i]) : "end";
@@ -100,17 +111,21 @@ ConformanceTrace modelConformanceTrace(sim::StoreModel store,
   // next step's.
   ConformanceTrace out;
   out.armedBefore = trace.points[0].armed;
+  out.resumeBefore = trace.points[0].resume;
   std::size_t step = 0;
   std::vector<bool> *slot = &out.armedBefore;
+  std::vector<TrapResume> *resumeSlot = &out.resumeBefore;
   for (std::size_t p = 1; p < trace.points.size(); ++p) {
     const TracePoint &pt = trace.points[p];
     const bool isStep = pt.afterSync || pt.stores == trace.points[p - 1].stores + 1;
     if (isStep) {
       const TraceStep &ts = trace.steps.at(step++);
-      out.steps.push_back({ts.kind, ts.addr, ts.bytes, {}});
+      out.steps.push_back({ts.kind, ts.addr, ts.bytes, {}, {}});
       slot = &out.steps.back().armed;
+      resumeSlot = &out.steps.back().resume;
     }
     *slot = pt.armed;
+    *resumeSlot = pt.resume;
   }
   if (step != trace.steps.size())
     FTSIM_PANIC("conformance: {} model steps, {} step points", trace.steps.size(), step);
@@ -128,19 +143,20 @@ ConformanceTrace treeConformanceTrace(const linuxk::LinuxGuest &guest, sim::Stor
 
   ConformanceTrace out;
   // The handler state now, for every site; the first probe that fails stops the batch's record.
-  auto armedNow = [&] {
-    std::vector<bool> armed;
+  // The state the previous step (or the start) left, probed as the next step begins.
+  auto closePrevious = [&] {
+    std::vector<bool> &armed = out.steps.empty() ? out.armedBefore : out.steps.back().armed;
+    std::vector<TrapResume> &resume =
+        out.steps.empty() ? out.resumeBefore : out.steps.back().resume;
+    armed.clear();
+    resume.clear();
     for (const ConformanceSite &s : sites) {
-      linuxk::Int3ProbeResult r = probe.probe(s.addr);
+      const linuxk::Int3ProbeResult r = probe.probe(s.addr);
       if (!r.finding.empty() && out.failure.empty())
         out.failure = r.finding;
       armed.push_back(r.handled);
+      resume.push_back(r.handled ? TrapResume{r.ip, r.pushed} : TrapResume{});
     }
-    return armed;
-  };
-  // The state the previous step (or the start) left, probed as the next step begins.
-  auto closePrevious = [&] {
-    (out.steps.empty() ? out.armedBefore : out.steps.back().armed) = armedNow();
   };
   linuxk::PokeHooks hooks;
   hooks.textWrite = [&](std::uint64_t addr, std::span<const std::uint8_t> bytes) {
@@ -156,7 +172,7 @@ ConformanceTrace treeConformanceTrace(const linuxk::LinuxGuest &guest, sim::Stor
   };
   hooks.syncCores = [&] {
     closePrevious();
-    out.steps.push_back({TraceStep::Kind::Sync, 0, {}, {}});
+    out.steps.push_back({TraceStep::Kind::Sync, 0, {}, {}, {}});
   };
   std::vector<linuxk::PokeRequest> requests;
   for (const ConformanceSite &s : sites)
@@ -205,6 +221,8 @@ std::string_view differenceKindName(DifferenceKind kind) {
     return "store-only-in-tree";
   case DifferenceKind::Armed:
     return "armed";
+  case DifferenceKind::Emulation:
+    return "emulation";
   case DifferenceKind::TreeFailed:
     return "tree-failed";
   }
@@ -220,6 +238,9 @@ std::optional<ConformanceDifference> firstDifference(const ConformanceTrace &mod
     return ConformanceDifference{0, DifferenceKind::ArmedBefore,
                                  "armed " + armedText(model.armedBefore),
                                  "armed " + armedText(tree.armedBefore)};
+  if (model.resumeBefore != tree.resumeBefore)
+    return ConformanceDifference{0, DifferenceKind::Emulation, resumeText(model.resumeBefore),
+                                 resumeText(tree.resumeBefore)};
   using Kind = TraceStep::Kind;
   const std::size_t n = std::max(model.steps.size(), tree.steps.size());
   for (std::size_t i = 0; i < n; ++i) {
@@ -239,6 +260,10 @@ std::optional<ConformanceDifference> firstDifference(const ConformanceTrace &mod
       kind = DifferenceKind::StoreTarget;
     else if (m->armed != t->armed)
       kind = DifferenceKind::Armed;
+    else if (m->resume != t->resume)
+      return ConformanceDifference{i, DifferenceKind::Emulation,
+                                   sideAt(model, i) + ", " + resumeText(m->resume),
+                                   sideAt(tree, i) + ", " + resumeText(t->resume)};
     else
       continue;
     return ConformanceDifference{i, kind, sideAt(model, i), sideAt(tree, i)};

@@ -17,8 +17,10 @@
 namespace ftsim::linuxk {
 
 struct Int3ProbeResult {
-  bool handled = false; // the handler returned non-zero
-  std::string finding;  // the handler did not return ("BUG at f:l", a guest fault, ...), or ""
+  bool handled = false;     // the handler returned non-zero
+  std::uint64_t ip = 0;     // handled: the pt_regs ip it left (where the trapped CPU resumes)
+  std::uint64_t pushed = 0; // handled: the word it pushed on the trapped stack (a call), or 0
+  std::string finding;      // the handler did not return ("BUG at f:l", a guest fault, ...), or ""
 };
 
 class Int3Probe {

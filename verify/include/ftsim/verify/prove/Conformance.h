@@ -52,10 +52,12 @@ struct ConformanceStep {
   // Per site: a trap there is handled, at the instant before the next step (after this step and
   // any handler-state change that follows it), or at the end of the batch for the last step.
   std::vector<bool> armed;
+  std::vector<TrapResume> resume; // per site, at the same instant: where a handled trap resumes
 };
 
 struct ConformanceTrace {
   std::vector<bool> armedBefore; // just before the first step (the vector already published)
+  std::vector<TrapResume> resumeBefore;
   std::vector<ConformanceStep> steps;
   std::string failure; // the tree's batch or a probe did not finish: what stopped it
 };
@@ -76,6 +78,7 @@ enum class DifferenceKind {
   StoreOnlyInModel, // the model stores where the tree has ended
   StoreOnlyInTree,  // the tree stores where the model has ended
   Armed,            // same step, different handler state after it
+  Emulation,        // same step, same sites handled, but a handled trap resumes elsewhere
   TreeFailed,       // the tree's batch (or a probe of its handler) did not finish
 };
 std::string_view differenceKindName(DifferenceKind kind); // "sync-only-in-tree"
