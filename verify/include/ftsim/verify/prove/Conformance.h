@@ -4,8 +4,9 @@
 // reference), batch by batch (papers/conformance.md). Both run the same batch on a stopped
 // machine and yield one normalised trace: the atomic stores (each text write split by the same
 // store model) and the syncs, in order, and after each of them, per site, whether a CPU trapping
-// on that site would be handled and where it would resume — for the model by its own trap handler (ProtocolTrace.h), for the
-// tree by the tree's own poke_int3_handler() run on a probe (linuxk::Int3Probe).
+// on that site would be handled and where it would resume — for the model by its own trap handler
+// (ProtocolTrace.h), for the tree by the tree's own poke_int3_handler() run on a probe
+// (linuxk::Int3Probe).
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/linux/LinuxGuest.h"
