@@ -41,6 +41,7 @@ void addTraceCommand(CLI::App &app, CommandResult &result);
 void addFuzzCommand(CLI::App &app, CommandResult &result);
 void addReproCommand(CLI::App &app, CommandResult &result);
 void addMergeCommand(CLI::App &app, CommandResult &result);
+void addConformanceCommand(CLI::App &app, CommandResult &result);
 
 // How `check` and `merge` print a check report: the counterexample's replay file (--cex, or a
 // fresh ftsim-cex.json), Chrome trace and SVG picture, then the report as text or JSON; sets the

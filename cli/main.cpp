@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
   ftsim::cli::addFuzzCommand(app, result);
   ftsim::cli::addReproCommand(app, result);
   ftsim::cli::addMergeCommand(app, result);
+  ftsim::cli::addConformanceCommand(app, result);
   // CLI11 reads an unsigned value with strtoull, which wraps "-3" to 2^64-3: every unsigned
   // option of every command refuses a sign instead.
   const CLI::Validator unsignedValue(

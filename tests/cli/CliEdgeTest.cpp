@@ -65,6 +65,8 @@ TEST(CliEdges, NegativeAndZeroCountsAreRefused) {
   expectOneLineError("fuzz --runs 0", "--runs");
   expectOneLineError("fuzz --seconds 0", "--seconds");
   expectOneLineError("trace --arch x86_64 --seed -1", "--seed");
+  expectOneLineError("conformance --batches 0", "--batches 0");
+  expectOneLineError("conformance --batches -2", "--batches: '-2' is negative");
 }
 
 TEST(CliEdges, FlagsThatCannotApplyAreErrorsNamingThem) {
@@ -74,6 +76,10 @@ TEST(CliEdges, FlagsThatCannotApplyAreErrorsNamingThem) {
   expectOneLineError("protocols --arch ppc64", "--arch ppc64 has no patch protocols");
   expectOneLineError("prove --arch ppc32 --store byte", "--store byte");
   expectOneLineError("prove --arch ppc32 --site-offset 3", "--site-offset 3");
+  expectOneLineError("conformance --changes some", "--changes 'some'");
+  expectOneLineError("conformance --store nibble", "unknown store model 'nibble'");
+  expectOneLineError("conformance --kernel 6.12 --kernel-tree /tmp",
+                     "--kernel and --kernel-tree exclude each other");
 }
 
 // ppc32 proofs restricted to one offset used to add byte stores (no real powerpc has them) and

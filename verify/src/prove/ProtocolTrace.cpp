@@ -55,16 +55,14 @@ public:
   void setHypercall(std::uint64_t, arch::Hypercall) override {}
 
   void addPoint(std::size_t stores, bool afterSync) {
-    trace_.points.push_back({stores, afterSync, probe()});
-  }
-
-  std::vector<bool> probe() {
-    std::vector<bool> out;
+    TracePoint point{stores, afterSync, {}, {}};
     for (const auto &r : trace_.requests) {
       ProbeContext ctx(r.addr);
-      out.push_back(handler_ && handler_(ctx, r.addr) == arch::TrapVerdict::Handled);
+      const bool handled = handler_ && handler_(ctx, r.addr) == arch::TrapVerdict::Handled;
+      point.armed.push_back(handled);
+      point.resume.push_back(handled ? TrapResume{ctx.pc(), ctx.pushed()} : TrapResume{});
     }
-    return out;
+    trace_.points.push_back(std::move(point));
   }
 
 private:
@@ -84,11 +82,18 @@ private:
       std::fill(out.begin(), out.end(), 0);
       return true;
     }
-    bool writeMemory(std::uint64_t, std::span<const std::uint8_t>) override { return true; }
+    bool writeMemory(std::uint64_t, std::span<const std::uint8_t> bytes) override {
+      pushed_ = 0;
+      for (std::size_t i = 0; i < bytes.size() && i < 8; ++i)
+        pushed_ |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
+      return true;
+    }
+    std::uint64_t pushed() const { return pushed_; }
 
   private:
     std::uint64_t pc_;
     std::uint64_t sp_ = 0x10000;
+    std::uint64_t pushed_ = 0;
   };
 
   sim::StoreModel store_;

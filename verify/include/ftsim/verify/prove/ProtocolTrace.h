@@ -19,12 +19,21 @@ struct TraceStep {
   arch::Bytes bytes;      // Store: one atomic store
 };
 
+// Where a trap the handler took resumes: the pc it set, and the 8-byte value it pushed (a call's
+// return address), 0 when it pushed none. Both 0 when the trap was declined.
+struct TrapResume {
+  std::uint64_t pc = 0;
+  std::uint64_t pushed = 0;
+  bool operator==(const TrapResume &) const = default;
+};
+
 // An instant between two of the protocol's visible events. A new point follows every atomic
 // store, every completed sync and every publication of handler state.
 struct TracePoint {
   std::size_t stores = 0;  // atomic stores made so far: the text state at this point
   bool afterSync = false;  // this point follows a completed sync: every CPU has serialised
   std::vector<bool> armed; // per request: a trap at its address now is handled by the protocol
+  std::vector<TrapResume> resume; // per request: where that trap resumes
 };
 
 struct ProtocolTrace {
