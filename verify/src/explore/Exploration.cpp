@@ -74,6 +74,10 @@ double Exploration::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+bool Exploration::pastWallLimit() const {
+  return options_.wallSeconds > 0 && elapsed() >= options_.wallSeconds;
+}
+
 void Exploration::progress() {
   if (!options_.progress)
     return;

@@ -69,7 +69,18 @@ void randomised(Exploration &x, bool pct) {
   std::uint64_t k = 0; // PCT: the expected number of events of an execution
   for (std::uint64_t r = 0; r < o.maxExecutions; ++r) {
     RandomisedScheduler sched(pct, rng, o.pctDepth, std::max<std::uint64_t>(k, 1));
-    const sim::RunResult run = x.harness().runExecution(sched);
+    // Under a wall-time limit one execution may not outlast it: the clock is read every 1,024
+    // events, and an execution stopped there is not counted (it has no verdict).
+    std::uint64_t events = 0;
+    bool overtime = false;
+    const std::function<bool()> stop = [&] {
+      overtime = overtime || (++events % 1024 == 0 && x.pastWallLimit());
+      return overtime;
+    };
+    const sim::RunResult run =
+        o.wallSeconds > 0 ? x.harness().runExecution(sched, stop) : x.harness().runExecution(sched);
+    if (overtime)
+      return;
     k = std::max<std::uint64_t>(k, x.harness().machine().eventCount());
     if (!x.finish(sched, sched.preemptions(), false, run))
       return;

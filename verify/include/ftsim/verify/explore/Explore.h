@@ -159,6 +159,8 @@ public:
   const std::unordered_set<std::uint64_t> &states() const { return states_; }
   std::uint64_t violatingExecutions() const { return result_.violatingExecutions; }
   const std::optional<Counterexample> &counterexample() const { return result_.counterexample; }
+  // The wall-time limit (options().wallSeconds) has passed; false when there is none.
+  bool pastWallLimit() const;
 
 private:
   double elapsed() const;
