@@ -18,13 +18,14 @@
 namespace ftsim::verify {
 namespace {
 
-Scenario linuxScenario(unsigned sites, const std::string &fetch) {
+Scenario linuxScenario(unsigned sites, const std::string &fetch, bool foreignInt3 = false) {
   ::setenv("FTSIM_LINUX_CACHE", FTSIM_LINUX_TEST_CACHE, 1);
   CheckRequest r;
   r.kernel = "6.12";
   r.sites = sites;
   r.fetch = fetch;
   r.store = "byte";
+  r.foreignInt3 = foreignInt3;
   return buildCheckScenario(r);
 }
 
@@ -146,14 +147,7 @@ TEST(LinuxCheck, WithoutTheRefcountWaitALateHandlerClobbersTheNextBatchsCount) {
 }
 
 TEST(LinuxCheck, TwoSitesAndAKprobeUseAThirdTracedFunction) {
-  ::setenv("FTSIM_LINUX_CACHE", FTSIM_LINUX_TEST_CACHE, 1);
-  CheckRequest req;
-  req.kernel = "6.12";
-  req.sites = 2;
-  req.fetch = "atomic";
-  req.store = "byte";
-  req.foreignInt3 = true;
-  Scenario s = buildCheckScenario(req);
+  Scenario s = linuxScenario(2, "atomic", true);
   LinuxHarness h(s);
   EXPECT_NE(h.describeSetup().find("2 traced functions and a kprobe-like int3"), std::string::npos)
       << h.describeSetup();

@@ -129,20 +129,10 @@ void LinuxHarness::build() {
     LinuxSite s;
     s.addr = locs[i];
     s.transition = scenario_.sites[i];
-    const arch::Bytes nop = arch_.nop();
-    const arch::Bytes callA = arch_.call(s.addr, tracerA).bytes;
-    const arch::Bytes callB = arch_.call(s.addr, tracerB).bytes;
-    switch (s.transition) {
-    case Transition::NopToCall:
-      s.oldBytes = nop, s.newBytes = callA;
-      break;
-    case Transition::CallToNop:
-      s.oldBytes = callA, s.newBytes = nop;
-      break;
-    case Transition::CallToCall:
-      s.oldBytes = callA, s.newBytes = callB;
-      break;
-    }
+    auto [before, after] =
+        transitionBytes(s.transition, arch_.nop(), arch_.call(s.addr, tracerA).bytes,
+                        arch_.call(s.addr, tracerB).bytes);
+    s.oldBytes = std::move(before), s.newBytes = std::move(after);
     m.pokeText(s.addr, s.oldBytes); // what ftrace_init and earlier updates left there
     m.watchSite(s.addr, static_cast<std::uint32_t>(s.oldBytes.size()), {s.oldBytes, s.newBytes});
     sites_.push_back(s);

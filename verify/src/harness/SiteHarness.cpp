@@ -228,19 +228,10 @@ void SiteHarness::build() {
         scenario_.moduleToc == Scenario::ModuleToc::Skip
             ? encodeJump(arch_, site.addr, site.addr + arch_.siteSize() + toc->restore.size())
             : arch_.nop();
-    const arch::Bytes callA = encodeCall(arch_, site.addr, trampA_);
-    const arch::Bytes callB = encodeCall(arch_, site.addr, trampB_);
-    switch (site.transition) {
-    case Transition::NopToCall:
-      site.oldBytes = nop, site.newBytes = callA;
-      break;
-    case Transition::CallToNop:
-      site.oldBytes = callA, site.newBytes = nop;
-      break;
-    case Transition::CallToCall:
-      site.oldBytes = callA, site.newBytes = callB;
-      break;
-    }
+    auto [before, after] =
+        transitionBytes(site.transition, nop, encodeCall(arch_, site.addr, trampA_),
+                        encodeCall(arch_, site.addr, trampB_));
+    site.oldBytes = std::move(before), site.newBytes = std::move(after);
     arch::Bytes body = site.oldBytes;
     if (toc)
       body.insert(body.end(), toc->restore.begin(), toc->restore.end());

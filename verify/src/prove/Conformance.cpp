@@ -5,6 +5,7 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/linux/Int3Probe.h"
 #include "ftsim/linux/PokeCpu.h"
+#include "ftsim/verify/scenario/Scenario.h"
 
 #include <fmt/format.h>
 
@@ -77,14 +78,16 @@ conformanceSites(const linuxk::LinuxGuest &guest,
     const arch::Bytes callB = arch.call(s.addr, tracerB).bytes;
     switch (change) {
     case ConformanceChange::NopToCall:
-      s.oldBytes = nop, s.newBytes = callA;
-      break;
     case ConformanceChange::CallToNop:
-      s.oldBytes = callA, s.newBytes = nop;
+    case ConformanceChange::CallToCall: {
+      // The linux harness's transitions, with the same bytes.
+      const Transition t = change == ConformanceChange::NopToCall   ? Transition::NopToCall
+                           : change == ConformanceChange::CallToNop ? Transition::CallToNop
+                                                                    : Transition::CallToCall;
+      auto [before, after] = transitionBytes(t, nop, callA, callB);
+      s.oldBytes = std::move(before), s.newBytes = std::move(after);
       break;
-    case ConformanceChange::CallToCall:
-      s.oldBytes = callA, s.newBytes = callB;
-      break;
+    }
     case ConformanceChange::NopToInt3:
       s.oldBytes = {nop[0]}, s.newBytes = {0xcc};
       break;

@@ -34,6 +34,19 @@ std::string_view transitionLabel(Transition t) {
   return "?";
 }
 
+TransitionBytes transitionBytes(Transition t, const arch::Bytes &nop, const arch::Bytes &callA,
+                                const arch::Bytes &callB) {
+  switch (t) {
+  case Transition::NopToCall:
+    return {nop, callA};
+  case Transition::CallToNop:
+    return {callA, nop};
+  case Transition::CallToCall:
+    return {callA, callB};
+  }
+  return {nop, nop};
+}
+
 Transition parseTransition(std::string_view text) {
   for (Transition t : {Transition::NopToCall, Transition::CallToNop, Transition::CallToCall})
     if (transitionLabel(t) == text)

@@ -109,6 +109,12 @@ namespace ftsim::verify {
 enum class Transition { NopToCall, CallToNop, CallToCall };
 std::string_view transitionLabel(Transition t);    // "nop-to-call"
 Transition parseTransition(std::string_view text); // FatalError naming the known ones
+// A site's bytes before and after transition `t`, given its nop and its calls to the two tracers.
+struct TransitionBytes {
+  arch::Bytes oldBytes, newBytes;
+};
+TransitionBytes transitionBytes(Transition t, const arch::Bytes &nop, const arch::Bytes &callA,
+                                const arch::Bytes &callB);
 
 enum class CodeKind { Snippet, Kernel, Trampoline, Linux };
 std::string_view codeKindName(CodeKind kind); // "snippet", "kernel", "trampoline", "linux"
