@@ -274,8 +274,6 @@ std::optional<ConformanceDifference> firstDifference(const ConformanceTrace &mod
   return std::nullopt;
 }
 
-bool isDocumentedDifference(const ConformanceDifference &) { return false; }
-
 std::string describeStep(const ConformanceStep &step) {
   std::string out;
   if (step.kind == TraceStep::Kind::Sync)
@@ -299,13 +297,6 @@ std::string describeSites(const std::vector<ConformanceSite> &sites) {
 std::size_t ConformanceReport::same() const {
   return static_cast<std::size_t>(std::count_if(
       batches.begin(), batches.end(), [](const ConformanceBatch &b) { return !b.difference; }));
-}
-
-std::size_t ConformanceReport::documented() const {
-  return static_cast<std::size_t>(
-      std::count_if(batches.begin(), batches.end(), [](const ConformanceBatch &b) {
-        return b.difference && isDocumentedDifference(*b.difference);
-      }));
 }
 
 std::map<DifferenceKind, std::size_t> ConformanceReport::kinds() const {
