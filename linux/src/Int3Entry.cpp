@@ -20,24 +20,29 @@ constexpr std::array<int, 21> kPtRegs{UC_X86_REG_R15,    UC_X86_REG_R14, UC_X86_
                                       UC_X86_REG_RDX,    UC_X86_REG_RSI, UC_X86_REG_RDI,
                                       -1 /* orig_ax */,  UC_X86_REG_RIP, -1 /* cs */,
                                       UC_X86_REG_EFLAGS, UC_X86_REG_RSP, -1 /* ss */};
-constexpr std::size_t kIp = 16, kCs = 17, kFlags = 18, kSp = 19, kSs = 20, kOrigAx = 15;
+constexpr std::size_t kIp = kPtRegsIp, kCs = 17, kFlags = 18, kSp = kPtRegsSp, kSs = 20,
+                      kOrigAx = 15;
 constexpr std::uint64_t kKernelCs = 0x10, kKernelSs = 0x18, kFlagsIf = 0x200, kFlagsFixed = 0x2;
 
 } // namespace
 
-Int3Frame enterInt3Handler(arch::GuestContext &ctx, std::uint64_t trapAddress,
-                           std::uint64_t stackTop, std::uint64_t handler,
-                           std::uint64_t returnStub) {
-  std::array<std::uint64_t, 21> regs{};
-  for (std::size_t i = 0; i < kPtRegs.size(); ++i)
-    if (kPtRegs[i] >= 0)
-      regs[i] = ctx.reg(kPtRegs[i]);
+void setInt3Entry(PtRegs &regs, std::uint64_t trapAddress) {
   regs[kIp] = trapAddress + 1; // the #BP trap: ip past the int3
   regs[kCs] = kKernelCs;
   regs[kSs] = kKernelSs;
   regs[kOrigAx] = ~0ull;
   regs[kFlags] = (regs[kFlags] & 0xffff) | kFlagsIf | kFlagsFixed; // interrupted with IF set
-  const std::uint64_t frame = (stackTop & ~0xfull) - 176;          // 16-aligned, >= sizeof(pt_regs)
+}
+
+Int3Frame enterInt3Handler(arch::GuestContext &ctx, std::uint64_t trapAddress,
+                           std::uint64_t stackTop, std::uint64_t handler,
+                           std::uint64_t returnStub) {
+  PtRegs regs{};
+  for (std::size_t i = 0; i < kPtRegs.size(); ++i)
+    if (kPtRegs[i] >= 0)
+      regs[i] = ctx.reg(kPtRegs[i]);
+  setInt3Entry(regs, trapAddress);
+  const std::uint64_t frame = (stackTop & ~0xfull) - 176; // 16-aligned, >= sizeof(pt_regs)
   std::uint8_t raw[kPtRegsSize];
   std::memcpy(raw, regs.data(), kPtRegsSize);
   if (!ctx.writeMemory(frame, raw))

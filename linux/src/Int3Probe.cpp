@@ -14,9 +14,7 @@
 namespace ftsim::linuxk {
 namespace {
 
-// struct pt_regs (arch/x86/include/asm/ptrace.h): ip, cs, flags, sp, ss are its last five words.
-constexpr std::size_t kIp = 16, kCs = 17, kFlags = 18, kSp = 19, kSs = 20, kOrigAx = 15;
-constexpr std::uint64_t kKernelCs = 0x10, kKernelSs = 0x18, kFlagsIf = 0x200, kFlagsFixed = 0x2;
+constexpr std::uint64_t kFlagsFixed = 0x2;
 constexpr std::uint64_t kMaxInstructions = 100'000;
 
 } // namespace
@@ -61,13 +59,9 @@ Int3ProbeResult Int3Probe::probe(std::uint64_t site) {
   // The trapped context: a kernel stack of its own (int3_emulate_call pushes there), ip past the
   // int3, interrupted with IF set; the handler's frame below it, as Int3Entry.h lays it out.
   const std::uint64_t trappedSp = (m.stackTop & ~0xfull) - 1024;
-  std::array<std::uint64_t, 21> regs{};
-  regs[kIp] = site + 1;
-  regs[kCs] = kKernelCs;
-  regs[kSs] = kKernelSs;
-  regs[kOrigAx] = ~0ull;
-  regs[kFlags] = kFlagsIf | kFlagsFixed;
-  regs[kSp] = trappedSp;
+  PtRegs regs{};
+  regs[kPtRegsSp] = trappedSp;
+  setInt3Entry(regs, site);
   const std::uint64_t frame = trappedSp - 2048;
   // The trapped stack's top two words read as 0: what a `ret` pops, where a call pushes.
   const std::uint64_t zeros[2] = {0, 0};
@@ -93,8 +87,8 @@ Int3ProbeResult Int3Probe::probe(std::uint64_t site) {
     out.handled = (rax & 0xffffffffu) != 0; // int poke_int3_handler(struct pt_regs *)
     if (out.handled) {
       uc_mem_read(uc, frame, regs.data(), kPtRegsSize);
-      out.ip = regs[kIp];
-      if (regs[kSp] == trappedSp - 8)
+      out.ip = regs[kPtRegsIp];
+      if (regs[kPtRegsSp] == trappedSp - 8)
         uc_mem_read(uc, trappedSp - 8, &out.pushed, 8);
     }
     return out;

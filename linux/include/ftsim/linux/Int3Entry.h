@@ -9,11 +9,19 @@
 
 #include "ftsim/arch/MachinePort.h"
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace ftsim::linuxk {
 
 inline constexpr std::uint64_t kPtRegsSize = 168; // 21 registers, r15 first, ss last
+using PtRegs = std::array<std::uint64_t, 21>;
+inline constexpr std::size_t kPtRegsIp = 16, kPtRegsSp = 19; // their indexes in PtRegs
+
+// The words the #BP entry sets for an int3 at `trapAddress` in kernel mode: ip past the int3,
+// kernel cs and ss, orig_ax -1, flags with IF set (the rest of `regs` is the trapped context).
+void setInt3Entry(PtRegs &regs, std::uint64_t trapAddress);
 
 struct Int3Frame {
   std::uint64_t regs = 0; // the struct pt_regs
