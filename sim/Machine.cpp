@@ -20,57 +20,6 @@ void check(uc_err err, const char *what) {
     FTSIM_PANIC("{}: {}", what, uc_strerror(err));
 }
 
-// --- Hooks: they only record; the machine acts after uc_emu_start returns. ---------------------
-
-namespace {
-
-void onInterrupt(uc_engine *uc, std::uint32_t intno, void *user) {
-  auto *cpu = static_cast<CpuRuntime *>(user);
-  cpu->intno = intno;
-  uc_emu_stop(uc);
-}
-
-bool onInvalidMemory(uc_engine *, uc_mem_type type, std::uint64_t address, int, std::int64_t,
-                     void *user) {
-  auto *cpu = static_cast<CpuRuntime *>(user);
-  cpu->memFault = true;
-  cpu->memFaultAddr = address;
-  cpu->memFaultType = type;
-  return false;
-}
-
-void onDataAccess(uc_engine *uc, uc_mem_type type, std::uint64_t address, int size, std::int64_t,
-                  void *user) {
-  auto *cpu = static_cast<CpuRuntime *>(user);
-  if (!cpu->dataSeen) {
-    cpu->dataSeen = true;
-    cpu->dataPc = cpu->machine->readReg(cpu->index, cpu->machine->abi.pcReg);
-    cpu->dataAddr = address;
-    cpu->dataSize = static_cast<std::uint8_t>(size);
-    cpu->dataWrite = type == UC_MEM_WRITE;
-  } else {
-    // A second access of the same instruction (a locked read-modify-write): the footprint covers
-    // both, and is a write if either is.
-    const std::uint64_t lo = std::min(cpu->dataAddr, address);
-    const std::uint64_t hi = std::max(cpu->dataAddr + cpu->dataSize, address + size);
-    cpu->dataAddr = lo;
-    cpu->dataSize = static_cast<std::uint8_t>(std::min<std::uint64_t>(hi - lo, 255));
-    cpu->dataWrite = cpu->dataWrite || type == UC_MEM_WRITE;
-  }
-  if (cpu->freeRunning)
-    uc_emu_stop(uc);
-}
-
-} // namespace
-
-// A code hook on watched lines, installed only in fast mode: it ends a free run before the first
-// watched instruction (uc_emu_stop in a code hook stops before that instruction executes).
-void onWatchedCode(uc_engine *uc, std::uint64_t address, std::uint32_t, void *user) {
-  auto *cpu = static_cast<CpuRuntime *>(user);
-  if (cpu->freeRunning && cpu->machine->needsStep(cpu->index, address))
-    uc_emu_stop(uc);
-}
-
 // --- Construction --------------------------------------------------------------------------------
 
 Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
@@ -98,45 +47,20 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
     CpuRuntime &cpu = cpus[i];
     cpu.machine = this;
     cpu.index = i;
-    check(openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
-                      static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
-          "uc_open");
-    // Exits on, none set: uc_emu_start's `until` is ignored, so Unicorn never invalidates and
-    // re-translates the block holding it (every step passes the unreachable address as `until`);
-    // the runs end by their instruction count, a hook or a fault, as before.
-    check(uc_ctl_exits_enable(cpu.uc), "uc_ctl_exits_enable");
-    check(uc_context_alloc(cpu.uc, &cpu.scratch), "uc_context_alloc");
-    uc_hook h;
-    check(uc_hook_add(cpu.uc, &h, UC_HOOK_INTR, reinterpret_cast<void *>(&onInterrupt), &cpu, 1, 0),
-          "uc_hook_add(INTR)");
-    check(uc_hook_add(cpu.uc, &h, UC_HOOK_MEM_INVALID, reinterpret_cast<void *>(&onInvalidMemory),
-                      &cpu, 1, 0),
-          "uc_hook_add(MEM_INVALID)");
+    openEngine(cpu); // Engines.cpp
   }
   contextSize = uc_context_size(cpus[0].uc);
   // Trampoline memory: text, poisoned, every line watched (trampolines are visible code).
   addTextRegion(config.moduleBase, {}, config.moduleSize);
   TextRegion &modules = text.back();
   std::fill(modules.lineWatched.begin(), modules.lineWatched.end(), 1);
-  if (config.quantum > 1)
-    for (CpuRuntime &cpu : cpus) {
-      uc_hook h;
-      check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onWatchedCode), &cpu,
-                        config.moduleBase - (maxInsn - 1),
-                        config.moduleBase + config.moduleSize - 1),
-            "uc_hook_add(CODE)");
-    }
   state.moduleNext = config.moduleBase;
 }
 
 Machine::Impl::~Impl() {
   abortPatcher();
-  for (CpuRuntime &cpu : cpus) {
-    if (cpu.scratch)
-      uc_context_free(cpu.scratch);
-    if (cpu.uc)
-      uc_close(cpu.uc);
-  }
+  for (CpuRuntime &cpu : cpus)
+    closeEngine(cpu);
 }
 
 // --- Machine: scenario building and observation --------------------------------------------------
@@ -216,17 +140,6 @@ void Machine::watchSite(std::uint64_t addr, std::uint32_t size,
   r->touch(addr - r->base, size);
   m.state.sites[addr] = Site{addr, size, std::move(allowedStates)};
   m.watchLines(addr, size);
-}
-
-void Machine::watchData(std::uint64_t addr, std::uint32_t size) {
-  if (size == 0)
-    fatal("watchData: empty range at {:#x}", addr);
-  for (CpuRuntime &cpu : impl_->cpus) {
-    uc_hook h;
-    check(uc_hook_add(cpu.uc, &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
-                      reinterpret_cast<void *>(&onDataAccess), &cpu, addr, addr + size - 1),
-          "uc_hook_add(MEM)");
-  }
 }
 
 RunResult Machine::run(Scheduler &scheduler, std::uint64_t maxEvents) {

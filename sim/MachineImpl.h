@@ -152,6 +152,11 @@ struct CpuRuntime {
   std::uint64_t dataPc = 0; // the instruction that made the watched access
 };
 
+struct DataWatch {
+  std::uint64_t addr = 0;
+  std::uint32_t size = 0;
+};
+
 class PatcherAborted {};
 
 struct PatcherRuntime {
@@ -210,6 +215,16 @@ struct Machine::Impl {
   // between events.
   int eventCpu = -1;
   std::vector<std::uint8_t *> threadHost; // per task: its thread area in host memory
+  std::vector<DataWatch> dataWatches;     // every watchData range, hooked in every engine
+  std::uint64_t restoresSinceRenewal = 0;
+  std::uint64_t engineRenewals = 0;
+
+  // The engines (Engines.cpp).
+  void openEngine(CpuRuntime &cpu);
+  void closeEngine(CpuRuntime &cpu);
+  void renewEngines();
+  void hookWatchedLine(CpuRuntime &cpu, std::uint64_t line);
+  void hookData(CpuRuntime &cpu, const DataWatch &w);
 
   // Memory.
   void checkFree(std::uint64_t addr, std::uint64_t size) const;

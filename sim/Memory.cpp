@@ -165,15 +165,11 @@ void Machine::Impl::watchLines(std::uint64_t addr, std::uint64_t size) {
       continue;
     // Fast mode: make runs stop before this line. Translated blocks made before the hook existed
     // have no call to it, so they go.
-    std::uint64_t from = line - (maxInsn - 1);
     for (CpuRuntime &cpu : cpus) {
       if (!cpu.hookedLines.insert(line).second)
         continue;
-      uc_hook h;
-      check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onWatchedCode), &cpu,
-                        from, line + kLineSize - 1),
-            "uc_hook_add(CODE)");
-      uc_ctl_remove_cache(cpu.uc, from, line + kLineSize);
+      hookWatchedLine(cpu, line);
+      uc_ctl_remove_cache(cpu.uc, line - (maxInsn - 1), line + kLineSize);
     }
   }
 }

@@ -78,6 +78,8 @@ void Machine::restore(const Snapshot &snapshot) {
     FTSIM_PANIC("snapshot taken from another machine");
   m.abortPatcher();
   m.state = d.state;
+  if (m.config.restoresPerEngine && ++m.restoresSinceRenewal >= m.config.restoresPerEngine)
+    m.renewEngines();
   for (unsigned c = 0; c < m.config.cpus; ++c)
     m.loadRegs(c, d.engineRegs[c]);
   // Line `line` of region `r` back to the snapshot's: canonical, flags, watched mark, and every

@@ -117,6 +117,44 @@ TEST_P(SnapshotModels, ARunAfterRestoresIsAFreshMachinesRun) {
   EXPECT_EQ(m.logText(), fresh.logText());
 }
 
+// Engines renewed at every restore (sim/Engines.cpp): memory, views, registers, the fast mode's
+// code hooks on watched text all move to the new engines, so every run is still a fresh machine's
+// run, in instruction-granular and in fast mode.
+TEST_P(SnapshotModels, RenewedEnginesRunAsAFreshMachine) {
+  X86Scenario s(60);
+  auto patch = [&s](Machine &m) {
+    m.startPatcher([&s](arch::MachinePort &port) {
+      port.writeText(s.site, X86Scenario::call());
+      port.syncCores();
+      port.writeText(s.site, X86Scenario::nop());
+    });
+  };
+  for (unsigned quantum : {1u, 1000u}) {
+    MachineConfig renewing = config(GetParam());
+    renewing.quantum = quantum;
+    renewing.restoresPerEngine = 1;
+    Machine m(x86(), renewing);
+    s.install(m, {0, 1, 1, 2});
+    const Snapshot start = m.snapshot();
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      m.restore(start);
+      patch(m);
+      RandomScheduler random(seed);
+      ASSERT_EQ(m.run(random).status, RunResult::Status::Completed);
+      MachineConfig keeping = renewing;
+      keeping.restoresPerEngine = 0;
+      Machine fresh(x86(), keeping);
+      s.install(fresh, {0, 1, 1, 2});
+      patch(fresh);
+      RandomScheduler same(seed);
+      ASSERT_EQ(fresh.run(same).status, RunResult::Status::Completed);
+      EXPECT_EQ(m.logText(), fresh.logText()) << "quantum " << quantum << ", seed " << seed;
+      EXPECT_EQ(fresh.engineRenewals(), 0u);
+    }
+    EXPECT_EQ(m.engineRenewals(), 4u);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FetchModels, SnapshotModels, ::testing::Values("stale", "line", "atomic"));
 
 } // namespace

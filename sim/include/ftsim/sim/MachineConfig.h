@@ -30,6 +30,10 @@ struct MachineConfig {
   // and replays need. false: events are only counted (eventCount()), so a long run's memory stays
   // bounded whatever its length (ftsim trace runs tens of millions of events).
   bool keepLog = true;
+  // Restores after which every CPU's Unicorn engine is closed and opened again (sim/Engines.cpp):
+  // it bounds Unicorn's translated-code buffer, which restores otherwise fill (up to 1 GiB per
+  // CPU, with a crash inside Unicorn when it overflows). No effect on what a run does; 0: never.
+  std::uint32_t restoresPerEngine = 4096;
   // NOHZ_FULL deferral of the text-patching IPI (V. Schneider's series "context_tracking,x86:
   // Defer some IPIs until a user->kernel transition", 2025, not merged): syncCores() does not
   // interrupt a CPU between UserEnter and KernelEntry and does not wait for it; the CPU

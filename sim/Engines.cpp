@@ -1,0 +1,157 @@
+// The Unicorn engines: one per CPU, opened with everything the machine has mapped and hooked, and
+// renewed from time to time so that Unicorn's translated-code buffer stays bounded.
+//
+// Why renew. Unicorn 2.0.1 allocates a 1 GiB code buffer per engine and never gives pages back: a
+// restore removes the translations of the lines it rewrites, the next execution translates them
+// again at the buffer's end, so resident memory grows by the code of every retranslation (6.5-11
+// KB per execution of a site scenario) until the buffer is full. Then Unicorn flushes every
+// translation from inside code generation, and in long explorations (350,000-420,000 executions)
+// that path ended in SIGSEGV or SIGILL inside libunicorn (unicorn-engine/unicorn issues #1923 and
+// #2048 report the same crash, a chained jump into a flushed block). An explicit flush between
+// executions (UC_CTL_TB_FLUSH) avoids that path but touches the whole buffer: 1 GiB resident per
+// engine at once. Closing the engine returns the buffer to the system; the machine's memory,
+// views, registers and hooks are host state it re-maps and re-adds into the new engine, so a
+// renewal changes no guest-visible state, only what Unicorn must translate again.
+
+#include "MachineImpl.h"
+
+#include "ftsim/arch/Error.h"
+#include "ftsim/sim/UnicornEngine.h"
+
+#include <algorithm>
+
+namespace ftsim::sim {
+
+namespace {
+
+void onInterrupt(uc_engine *uc, std::uint32_t intno, void *user) {
+  auto *cpu = static_cast<CpuRuntime *>(user);
+  cpu->intno = intno;
+  uc_emu_stop(uc);
+}
+
+bool onInvalidMemory(uc_engine *, uc_mem_type type, std::uint64_t address, int, std::int64_t,
+                     void *user) {
+  auto *cpu = static_cast<CpuRuntime *>(user);
+  cpu->memFault = true;
+  cpu->memFaultAddr = address;
+  cpu->memFaultType = type;
+  return false;
+}
+
+void onDataAccess(uc_engine *uc, uc_mem_type type, std::uint64_t address, int size, std::int64_t,
+                  void *user) {
+  auto *cpu = static_cast<CpuRuntime *>(user);
+  if (!cpu->dataSeen) {
+    cpu->dataSeen = true;
+    cpu->dataPc = cpu->machine->readReg(cpu->index, cpu->machine->abi.pcReg);
+    cpu->dataAddr = address;
+    cpu->dataSize = static_cast<std::uint8_t>(size);
+    cpu->dataWrite = type == UC_MEM_WRITE;
+  } else {
+    // A second access of the same instruction (a locked read-modify-write): the footprint covers
+    // both, and is a write if either is.
+    const std::uint64_t lo = std::min(cpu->dataAddr, address);
+    const std::uint64_t hi = std::max(cpu->dataAddr + cpu->dataSize, address + size);
+    cpu->dataAddr = lo;
+    cpu->dataSize = static_cast<std::uint8_t>(std::min<std::uint64_t>(hi - lo, 255));
+    cpu->dataWrite = cpu->dataWrite || type == UC_MEM_WRITE;
+  }
+  if (cpu->freeRunning)
+    uc_emu_stop(uc);
+}
+
+} // namespace
+
+// A code hook on watched lines, installed only in fast mode: it ends a free run before the first
+// watched instruction (uc_emu_stop in a code hook stops before that instruction executes).
+void onWatchedCode(uc_engine *uc, std::uint64_t address, std::uint32_t, void *user) {
+  auto *cpu = static_cast<CpuRuntime *>(user);
+  if (cpu->freeRunning && cpu->machine->needsStep(cpu->index, address))
+    uc_emu_stop(uc);
+}
+
+void Machine::Impl::hookWatchedLine(CpuRuntime &cpu, std::uint64_t line) {
+  uc_hook h;
+  check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onWatchedCode), &cpu,
+                    line - (maxInsn - 1), line + kLineSize - 1),
+        "uc_hook_add(CODE)");
+}
+
+void Machine::Impl::hookData(CpuRuntime &cpu, const DataWatch &w) {
+  uc_hook h;
+  check(uc_hook_add(cpu.uc, &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
+                    reinterpret_cast<void *>(&onDataAccess), &cpu, w.addr, w.addr + w.size - 1),
+        "uc_hook_add(MEM)");
+}
+
+// A new engine for `cpu` holding what the machine has: every text region (this CPU's view) and
+// data region at its address, the trap and fault hooks, and in fast mode the code hooks that stop
+// a free run before watched text (the whole trampoline area, every watched line); the watched
+// data ranges. Registers are the caller's to load.
+void Machine::Impl::openEngine(CpuRuntime &cpu) {
+  check(openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
+                    static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
+        "uc_open");
+  // Exits on, none set: uc_emu_start's `until` is ignored, so Unicorn never invalidates and
+  // re-translates the block holding it (every step passes the unreachable address as `until`);
+  // the runs end by their instruction count, a hook or a fault.
+  check(uc_ctl_exits_enable(cpu.uc), "uc_ctl_exits_enable");
+  check(uc_context_alloc(cpu.uc, &cpu.scratch), "uc_context_alloc");
+  uc_hook h;
+  check(uc_hook_add(cpu.uc, &h, UC_HOOK_INTR, reinterpret_cast<void *>(&onInterrupt), &cpu, 1, 0),
+        "uc_hook_add(INTR)");
+  check(uc_hook_add(cpu.uc, &h, UC_HOOK_MEM_INVALID, reinterpret_cast<void *>(&onInvalidMemory),
+                    &cpu, 1, 0),
+        "uc_hook_add(MEM_INVALID)");
+  for (TextRegion &r : text)
+    check(uc_mem_map_ptr(cpu.uc, r.base, r.size, UC_PROT_READ | UC_PROT_EXEC,
+                         r.views[cpu.index].get()),
+          "uc_mem_map_ptr(text)");
+  for (DataRegion &r : data)
+    check(uc_mem_map_ptr(cpu.uc, r.base, r.size, UC_PROT_READ | UC_PROT_WRITE, r.memory.get()),
+          "uc_mem_map_ptr(data)");
+  if (config.quantum > 1) {
+    check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onWatchedCode), &cpu,
+                      config.moduleBase - (maxInsn - 1), config.moduleBase + config.moduleSize - 1),
+          "uc_hook_add(CODE)");
+    for (std::uint64_t line : cpu.hookedLines)
+      hookWatchedLine(cpu, line);
+  }
+  for (const DataWatch &w : dataWatches)
+    hookData(cpu, w);
+}
+
+void Machine::Impl::closeEngine(CpuRuntime &cpu) {
+  if (cpu.scratch)
+    uc_context_free(cpu.scratch);
+  if (cpu.uc)
+    uc_close(cpu.uc);
+  cpu.scratch = nullptr;
+  cpu.uc = nullptr;
+}
+
+// Between executions only (restore): each CPU's registers move from the old engine to the new.
+void Machine::Impl::renewEngines() {
+  std::vector<std::uint8_t> regs;
+  for (CpuRuntime &cpu : cpus) {
+    saveRegs(cpu.index, regs);
+    closeEngine(cpu);
+    openEngine(cpu);
+    loadRegs(cpu.index, regs);
+  }
+  restoresSinceRenewal = 0;
+  ++engineRenewals;
+}
+
+std::uint64_t Machine::engineRenewals() const { return impl_->engineRenewals; }
+
+void Machine::watchData(std::uint64_t addr, std::uint32_t size) {
+  if (size == 0)
+    fatal("watchData: empty range at {:#x}", addr);
+  impl_->dataWatches.push_back({addr, size});
+  for (CpuRuntime &cpu : impl_->cpus)
+    impl_->hookData(cpu, impl_->dataWatches.back());
+}
+
+} // namespace ftsim::sim
