@@ -10,12 +10,18 @@
 //    the snapshot the machine last matched (only the changed text lines are rewritten); `full`: two
 //    snapshots restored in turn, so each restore compares every line of the 16 KiB text and the
 //    1 MiB trampoline area in every view, as every restore did before.
+//  - BM_ExecutionRenewing: whole executions (restore, the patcher rewrites a line every CPU runs,
+//    every CPU runs its task to the end), with the engines renewed every N restores
+//    (MachineConfig::restoresPerEngine; sim/Engines.cpp): the price of bounding Unicorn's code
+//    buffer, against N = 0 (never renewed) in the same process (vs_never).
 
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/Machine.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
@@ -161,6 +167,58 @@ void BM_Restore(benchmark::State &state, bool full) {
   }
   rates(state, static_cast<double>(restores), cpu, wall);
 }
+// Text for BM_ExecutionRenewing: the exit stub at the start; at +0x40 a task that runs a
+// 10-iteration loop whose body is 4 one-byte nops at +0x45 (which the patcher rewrites), then
+// returns to the exit stub.
+std::vector<std::uint8_t> loopText() {
+  std::vector<std::uint8_t> t = text();
+  const std::uint8_t task[] = {0xb9, 0x0a, 0x00, 0x00, 0x00, // mov ecx, 10
+                               0x90, 0x90, 0x90, 0x90,       // nop x4 (rewritten)
+                               0xff, 0xc9,                   // dec ecx
+                               0x75, 0xf8,                   // jnz +0x45
+                               0xc3};                        // ret (to the exit stub)
+  std::copy(std::begin(task), std::end(task), t.begin() + 0x40);
+  return t;
+}
+
+double neverRenewedRate = 0; // BM_ExecutionRenewing/0's executions per CPU second
+
+void BM_ExecutionRenewing(benchmark::State &state) {
+  sim::MachineConfig config;
+  config.cpus = 3;
+  config.storeModel = sim::StoreModel::Byte;
+  config.fetchModel = &sim::fetchModelByName("atomic");
+  config.restoresPerEngine = static_cast<std::uint32_t>(state.range(0));
+  sim::Machine m(arch::archByName("x86_64"), config);
+  m.mapText(kText, loopText());
+  m.bindHypercall(sim::GuestHypercall::Exit, kText);
+  for (unsigned c = 0; c < config.cpus; ++c)
+    m.addTask({"task", c, kText + 0x40, 0});
+  const sim::Snapshot start = m.snapshot();
+  const std::vector<std::uint8_t> twoByteNops = {0x66, 0x90, 0x66, 0x90};
+  std::uint64_t executions = 0;
+  const double cpu0 = processSeconds(), wall0 = wallSeconds();
+  for (auto _ : state) {
+    m.restore(start);
+    m.startPatcher([&](arch::MachinePort &port) { port.writeText(kText + 0x45, twoByteNops); });
+    sim::RoundRobinScheduler rr;
+    if (m.run(rr).status != sim::RunResult::Status::Completed) {
+      state.SkipWithError("an execution did not complete");
+      return;
+    }
+    ++executions;
+  }
+  const double cpu = processSeconds() - cpu0;
+  rates(state, static_cast<double>(executions), cpu, wallSeconds() - wall0);
+  state.counters["renewals"] = static_cast<double>(m.engineRenewals());
+  if (state.range(0) == 0)
+    neverRenewedRate = static_cast<double>(executions) / cpu;
+  else if (neverRenewedRate > 0)
+    state.counters["vs_never"] = static_cast<double>(executions) / cpu / neverRenewedRate;
+}
+// N = 0 first: the baseline of the others.
+BENCHMARK(BM_ExecutionRenewing)->Arg(0)->Arg(4096)->Arg(256)->Arg(16)->MinTime(2.0);
+
 BENCHMARK_CAPTURE(BM_Restore, dirty, false)->Arg(2)->Arg(3)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Restore, full, true)->Arg(2)->Arg(3)->Unit(benchmark::kMicrosecond);
 
