@@ -104,7 +104,10 @@ void reportProgress(Progress &p, const verify::ExploreOptions &eo, const verify:
   if (st.estimatedExecutions)
     p.update(st.executions, st.estimatedExecutions,
              st.etaSeconds < 0 ? std::optional<double>() : std::optional<double>(st.etaSeconds),
-             detail + ", total estimated");
+             st.estimatedFromFinished
+                 ? fmt::format("{}, total estimated; {} from the finished subtrees alone", detail,
+                               st.estimatedFromFinished)
+                 : detail + ", total estimated");
   else if (verify::explorerByName(eo.explorer).exhaustive())
     p.update(st.executions, 0, std::nullopt,
              fmt::format("{}, budget {}", detail, eo.maxExecutions));

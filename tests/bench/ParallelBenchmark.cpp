@@ -4,8 +4,10 @@
 //
 //  jobs/<scenario>:     counters jobs1_s and jobs2_s (medians of alternating runs, wall clock),
 //                       ratio = jobs2_s / jobs1_s, and executions (equal for both, checked).
-//  estimate/<scenario>: estimate_error_pct = (estimate - actual) / actual x 100, the estimate
-//                       taken when the finished subtrees first hold 10% of the executions.
+//  estimate/<scenario>: estimate_error_pct = (estimate - actual) / actual x 100, the estimate of
+//                       the progress line when 10% of the executions are done, and
+//                       finished_only_error_pct for the finished subtrees' mean alone; the same
+//                       at 50% (at50_*).
 
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/check/CheckRequest.h"
@@ -69,34 +71,55 @@ void jobs(benchmark::State &state, verify::Scenario s) {
   state.counters["ratio"] = median(two) / median(one);
 }
 
+// The estimate the progress line shows (reports every 2 ms, one worker) at the first report with
+// at least 10% of the executions done, against the tree's size; next to it, at the same report,
+// the estimate from the finished subtrees alone (count x their mean, never below the executions so
+// far), which the progress line showed before running subtrees were estimated from their paths.
 void estimate(benchmark::State &state, verify::Scenario s) {
   verify::SiteHarness harness(s);
-  double error = 0;
+  double error = 0, finishedOnlyError = 0;
   for (auto _ : state) {
-    std::vector<std::uint64_t> sizes;
     std::uint32_t count = 0;
+    std::vector<std::uint64_t> sizes;
+    struct Report {
+      std::uint64_t executions, estimate, finishedOnly;
+    };
+    std::vector<Report> reports;
     verify::SubtreeHooks hooks;
     hooks.begin = [&](const verify::SubtreePlan &plan, auto &) { count = plan.count; };
     hooks.finished = [&](const verify::SubtreeResult &r) { sizes.push_back(r.stats.executions); };
     verify::ExploreOptions o = options(s, 1);
     o.subtreeHooks = &hooks;
+    o.progressEvery = std::chrono::milliseconds(2);
+    o.progress = [&](const verify::ExploreStats &p) {
+      reports.push_back({p.executions, p.estimatedExecutions,
+                         std::max(p.executions, verify::estimateExecutions(count, sizes))});
+    };
     const verify::ExploreResult r = verify::explore(harness, o);
     const auto actual = static_cast<double>(r.stats.executions);
-    std::vector<std::uint64_t> seen;
-    std::uint64_t done = 0;
-    for (std::uint64_t n : sizes) {
-      seen.push_back(n);
-      done += n;
-      if (static_cast<double>(done) >= 0.1 * actual)
-        break;
+    for (double share : {0.1, 0.5}) {
+      auto at = std::find_if(reports.begin(), reports.end(), [&](const Report &x) {
+        return static_cast<double>(x.executions) >= share * actual;
+      });
+      if (at == reports.end()) {
+        state.SkipWithError("no progress report after 10% or 50% of the executions");
+        return;
+      }
+      const double e = (static_cast<double>(at->estimate) - actual) / actual * 100;
+      const double f = (static_cast<double>(at->finishedOnly) - actual) / actual * 100;
+      if (share == 0.1) {
+        error = e;
+        finishedOnlyError = f;
+      } else {
+        state.counters["at50_estimate_error_pct"] = e;
+        state.counters["at50_finished_only_error_pct"] = f;
+      }
     }
-    error = (static_cast<double>(verify::estimateExecutions(count, seen)) - actual) / actual * 100;
     state.counters["executions"] = actual;
-    state.counters["subtrees_seen"] = static_cast<double>(seen.size());
   }
   state.counters["estimate_error_pct"] = error;
+  state.counters["finished_only_error_pct"] = finishedOnlyError;
 }
-
 BENCHMARK_CAPTURE(jobs, int3_3cpus, scenario("int3", 3, 1))
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()

@@ -113,5 +113,39 @@ TEST(Subtrees, TheBudgetIsCountedInTreeOrderWhateverTheWorkers) {
   }
 }
 
+// The progress line's estimate: finished subtrees count as themselves, a running one as its
+// executions over the share of it searched, every subtree not started as the mean of those.
+TEST(SubtreeEstimate, RunningSubtreesCountByTheShareOfThemSearched) {
+  EXPECT_EQ(estimateExecutions(10, {}), 0u);
+  EXPECT_EQ(estimateExecutions(10, {3, 5}), 40u); // count x mean: Knuth's estimator
+  // 100 executions a quarter of the way through: 400; the mean of {3, 5, 400} for 7 others.
+  EXPECT_EQ(estimateExecutions(10, {3, 5}, {{100, 0.25}}), 408u + 7u * 136u);
+  // A path that says less than the executions (no share yet) counts the executions only.
+  EXPECT_EQ(estimateExecutions(2, {}, {{50, 0.0}, {50, 0.001}}), 100u);
+}
+
+// The estimate a split search reports converges on the executions it makes: its last report is
+// exact, and no report is below the executions already made.
+TEST(SubtreeEstimate, TheLastReportIsTheTreesSizeAndNoReportIsBelowTheExecutionsMade) {
+  const Scenario s = site("int3", 2, 2);
+  for (unsigned jobs : {1u, 2u}) {
+    SiteHarness h(s);
+    ExploreOptions o = splitOptions(s, 16, jobs);
+    std::vector<ExploreStats> reports;
+    o.progressEvery = std::chrono::milliseconds(1);
+    o.progress = [&](const ExploreStats &p) { reports.push_back(p); };
+    const ExploreResult r = explore(h, o);
+    ASSERT_TRUE(r.stats.complete);
+    ASSERT_FALSE(reports.empty());
+    for (const ExploreStats &p : reports) {
+      if (p.estimatedExecutions) {
+        EXPECT_GE(p.estimatedExecutions, p.executions);
+      }
+    }
+    EXPECT_EQ(reports.back().executions, r.stats.executions) << "jobs " << jobs;
+    EXPECT_EQ(reports.back().estimatedExecutions, r.stats.executions) << "jobs " << jobs;
+  }
+}
+
 } // namespace
 } // namespace ftsim::verify

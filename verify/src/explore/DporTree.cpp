@@ -300,13 +300,35 @@ bool advance(std::vector<Node> &stack, std::size_t frozen, int bound, ExploreSta
 
 } // namespace
 
+double searchedFraction(const std::vector<Node> &stack, std::size_t frozen) {
+  double searched = 0, weight = 1;
+  for (std::size_t i = frozen; i < stack.size(); ++i) {
+    const Node &n = stack[i];
+    std::size_t before = 0, total = 0;
+    if (n.kind == DecisionKind::StaleByte) {
+      before = n.chosen;
+      total = n.options;
+    } else {
+      for (std::uint32_t o = 0; o < n.options; ++o) {
+        total += n.backtrack[o] || n.done[o];
+        before += n.done[o] && o != n.chosen;
+      }
+    }
+    if (total == 0)
+      break;
+    searched += weight * static_cast<double>(before) / static_cast<double>(total);
+    weight /= static_cast<double>(total);
+  }
+  return searched;
+}
+
 void searchTree(Exploration &x, const TreeShape &shape, std::vector<Node> stack,
-                const std::function<bool()> &abandon) {
+                const std::function<bool(double searched)> &abandon) {
   const std::size_t frozen = stack.size();
   while (true) {
     if (x.stats().executions >= x.options().maxExecutions)
       return; // budget exhausted: not complete
-    if (abandon && abandon())
+    if (abandon && abandon(searchedFraction(stack, frozen)))
       return;
     DfsScheduler dfs(stack, shape);
     sim::RunResult run = x.harness().runExecution(dfs, [&] { return dfs.stopped(); });

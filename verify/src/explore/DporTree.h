@@ -54,9 +54,17 @@ struct TreeShape {
 // Searches depth-first below `stack` (the decisions of a subtree's root, replayed by every
 // execution; empty for the whole tree), never backtracking into those `frozen` = stack.size()
 // nodes. Accounts every execution through `x`; returns when the subtree is done (stats.complete),
-// the budget ran out, `x` said stop, or `abandon` (when given) returns true.
+// the budget ran out, `x` said stop, or `abandon` (when given) returns true. `abandon` is asked
+// before every execution, with searchedFraction() of the stack it is about to run.
 void searchTree(Exploration &x, const TreeShape &shape, std::vector<Node> stack,
-                const std::function<bool()> &abandon = {});
+                const std::function<bool(double searched)> &abandon = {});
+
+// The share of the tree below the `frozen` nodes of `stack` that a depth-first search standing at
+// `stack` has finished, estimated from the path alone (Kilby et al.'s weighted backtrack estimate,
+// AAAI 2006): at every level, the finished siblings' share of that level's options (those known so
+// far: source-DPOR may add more), each level weighing 1/options of the one above. Subtrees of one
+// node are taken to be the same size; executions so far / fraction estimates the whole.
+double searchedFraction(const std::vector<Node> &stack, std::size_t frozen);
 
 // The subtrees' roots at decision depth `depth`, in the tree's depth-first order: each is the stack
 // of nodes above it (all awake options explored at every one of them) as a sequential search would

@@ -121,7 +121,8 @@ SubtreeRunner::SubtreeRunner(Harness &harness, const SubtreeRunner &same)
 
 SubtreeRunner::~SubtreeRunner() = default;
 
-SubtreeResult SubtreeRunner::run(std::uint32_t index, const std::function<bool()> &abandon) const {
+SubtreeResult SubtreeRunner::run(std::uint32_t index,
+                                 const std::function<bool(double searched)> &abandon) const {
   if (index >= plan_.count)
     FTSIM_PANIC("subtree {} of {}", index, plan_.count);
   Exploration x(harness_, options_);
@@ -129,13 +130,24 @@ SubtreeResult SubtreeRunner::run(std::uint32_t index, const std::function<bool()
   return resultOf(index, x);
 }
 
-std::uint64_t estimateExecutions(std::uint32_t count, const std::vector<std::uint64_t> &finished) {
-  if (finished.empty())
-    return 0;
+std::uint64_t estimateExecutions(std::uint32_t count, const std::vector<std::uint64_t> &finished,
+                                 const std::vector<RunningSubtree> &running) {
   long double sum = 0;
-  for (std::uint64_t n : finished)
+  std::size_t known = 0;
+  for (std::uint64_t n : finished) {
     sum += static_cast<long double>(n);
-  return static_cast<std::uint64_t>(sum / finished.size() * count + 0.5L);
+    ++known;
+  }
+  for (const RunningSubtree &r : running) {
+    // Below a searched fraction of 1/executions the path says less than the count itself.
+    const long double e = static_cast<long double>(r.executions);
+    sum += r.searched * e > 1 ? e / r.searched : e;
+    ++known;
+  }
+  if (known == 0)
+    return 0;
+  const std::size_t unstarted = count > known ? count - known : 0;
+  return static_cast<std::uint64_t>(sum + sum / known * unstarted + 0.5L);
 }
 
 std::vector<std::uint32_t> searchOrder(const SubtreePlan &plan) {
@@ -241,6 +253,14 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   std::atomic<std::uint32_t> stopAfter{std::numeric_limits<std::uint32_t>::max()};
   std::atomic<std::uint64_t> running{0}; // executions of this run, for progress
   std::atomic<unsigned> active{0};
+  const unsigned jobs =
+      std::max(1u, std::min<unsigned>(o.jobs, std::max<std::size_t>(todo.size(), 1)));
+  struct Slot { // a worker's subtree in progress, for the estimate
+    std::atomic<bool> busy{false};
+    std::atomic<std::uint64_t> executions{0};
+    std::atomic<double> searched{0};
+  };
+  std::vector<Slot> slots(jobs);
   auto lowerStop = [&](std::uint32_t i) {
     std::uint32_t cur = stopAfter.load();
     while (i < cur && !stopAfter.compare_exchange_weak(cur, i)) {
@@ -249,7 +269,7 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   if (auto s = stopIndex(order, results, o))
     lowerStop(*s);
 
-  auto work = [&](Harness *given) {
+  auto work = [&](Harness *given, Slot &slot) {
     try {
       std::unique_ptr<Harness> own;
       if (!given) {
@@ -264,10 +284,16 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
         const std::uint32_t i = todo[k];
         if (i > stopAfter.load())
           continue;
-        SubtreeResult r = runner.run(i, [&] {
+        slot.executions = 0;
+        slot.searched = 0;
+        slot.busy = true;
+        SubtreeResult r = runner.run(i, [&](double searched) {
           running.fetch_add(1);
+          slot.executions.fetch_add(1);
+          slot.searched = searched;
           return i > stopAfter.load();
         });
+        slot.busy = false;
         if (i > stopAfter.load())
           continue; // abandoned: after the subtree the merge stops at
         if (r.counterexample && o.stopAtFirst)
@@ -287,14 +313,12 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
     changed.notify_all();
   };
 
-  const unsigned jobs =
-      std::max(1u, std::min<unsigned>(o.jobs, std::max<std::size_t>(todo.size(), 1)));
   if (jobs > 1 && !o.newHarness)
     FTSIM_PANIC("--jobs {} without a way to build the workers' harnesses", jobs);
   active = jobs;
   std::vector<std::thread> threads;
   for (unsigned w = 1; w < jobs; ++w)
-    threads.emplace_back(work, nullptr);
+    threads.emplace_back(work, nullptr, std::ref(slots[w]));
 
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t before = 0;
@@ -333,15 +357,15 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
         p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         p.subtrees = plan.count;
         p.subtreesResumed = resumed;
-        p.estimatedExecutions = estimateExecutions(static_cast<std::uint32_t>(order.size()), sizes);
-        if (!sizes.empty()) {
-          // Never below what is known: the executions so far (the running subtrees' included)
-          // plus the mean finished size for every subtree no worker has started.
-          const std::size_t started = std::min(cursor.load(), todo.size());
-          const std::uint64_t known =
-              p.executions + (todo.size() - started) * (p.estimatedExecutions / order.size());
-          p.estimatedExecutions = std::max(p.estimatedExecutions, known);
-        }
+        std::vector<RunningSubtree> inProgress;
+        for (const Slot &slot : slots)
+          if (slot.busy)
+            inProgress.push_back({slot.executions.load(), slot.searched.load()});
+        const auto count = static_cast<std::uint32_t>(order.size());
+        p.estimatedExecutions =
+            std::max(p.executions, estimateExecutions(count, sizes, inProgress));
+        if (!sizes.empty())
+          p.estimatedFromFinished = std::max(p.executions, estimateExecutions(count, sizes));
         const std::uint64_t now = running.load();
         if (p.estimatedExecutions && now && p.seconds > 0)
           p.etaSeconds = static_cast<double>(p.estimatedExecutions -
@@ -354,7 +378,7 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
         break;
     }
   });
-  work(&x.harness());
+  work(&x.harness(), slots[0]);
   coordinator.join();
   for (std::thread &t : threads)
     t.join();

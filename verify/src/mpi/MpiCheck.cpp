@@ -62,7 +62,7 @@ CheckReport coordinate(Harness &harness, const ExploreOptions &o, const SubtreeR
       const SubtreeRunner mine(own ? *own : harness, runner);
       for (std::int64_t i; (i = take()) != kNoMore;) {
         const auto index = static_cast<std::uint32_t>(i);
-        SubtreeResult r = mine.run(index, [&] { return index > stopAfter.load(); });
+        SubtreeResult r = mine.run(index, [&](double) { return index > stopAfter.load(); });
         if (index <= stopAfter.load())
           keep(std::move(r));
       }

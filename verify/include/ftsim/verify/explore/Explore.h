@@ -76,8 +76,10 @@ struct ExploreStats {
   std::uint64_t subtrees = 0;
   std::uint64_t frontierDepth = 0;
   std::uint64_t subtreesResumed = 0;
-  // Progress only (never in results): the estimated executions of the whole search (0: none).
+  // Progress only (never in results): the estimated executions of the whole search (0: none),
+  // and the estimate from the finished subtrees alone (estimateExecutions in Subtrees.h).
   std::uint64_t estimatedExecutions = 0;
+  std::uint64_t estimatedFromFinished = 0;
   double etaSeconds = -1; // from the estimate and this run's rate (-1: unknown)
   bool operator==(const ExploreStats &) const = default;
 };

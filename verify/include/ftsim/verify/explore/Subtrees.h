@@ -86,7 +86,8 @@ public:
   ~SubtreeRunner();
   const SubtreePlan &plan() const { return plan_; }
   // Searches subtree `index` (< plan().count) from its root; `abandon` as in detail::searchTree.
-  SubtreeResult run(std::uint32_t index, const std::function<bool()> &abandon = {}) const;
+  SubtreeResult run(std::uint32_t index,
+                    const std::function<bool(double searched)> &abandon = {}) const;
 
 private:
   struct Roots;
@@ -96,16 +97,23 @@ private:
   std::shared_ptr<const Roots> roots_;
 };
 
-// The estimate of a split tree's executions from the subtrees finished so far. Workers take the
-// subtrees in a fixed pseudo-random order (seeded by the plan's digest; the merge still goes in
-// depth-first order, so results do not change), so the finished ones are a uniform sample of the
-// roots: Knuth's estimator (a random probe's branching product), with the probe's random descent
-// stopped at the frontier, weighted count / (roots at the frontier), and the subtree below it
-// counted exactly — count x the mean of the finished sizes. 0 before any subtree finished. The
-// progress line shows the larger of this and what is already known (the executions so far, the
-// running subtrees' included, plus the mean for each subtree not started): the subtrees' sizes are
-// heavy-tailed, and the large ones finish last.
-std::uint64_t estimateExecutions(std::uint32_t count, const std::vector<std::uint64_t> &finished);
+// A subtree being searched: its executions so far and the share of it its depth-first search has
+// finished, estimated from the path it stands on (detail::searchedFraction, the weighted
+// backtrack estimate).
+struct RunningSubtree {
+  std::uint64_t executions = 0;
+  double searched = 0;
+};
+// The estimate of a split tree's executions while it is searched. Workers take the subtrees in a
+// fixed pseudo-random order (seeded by the plan's digest; the merge still goes in depth-first
+// order, so results do not change), so the finished ones are a uniform sample of the roots, and
+// count x the mean finished size is Knuth's estimator with the probe stopped at the frontier and
+// the subtree below counted exactly. But subtree sizes are heavy-tailed and the large ones finish
+// last: that mean alone says "almost done" while the largest subtrees still run. So each running
+// subtree counts with executions / searched fraction, and every subtree not started with the mean
+// of the finished and running ones. 0 before any subtree started.
+std::uint64_t estimateExecutions(std::uint32_t count, const std::vector<std::uint64_t> &finished,
+                                 const std::vector<RunningSubtree> &running = {});
 // The order in which workers take the subtrees of `plan` (a permutation of 0..count-1).
 std::vector<std::uint32_t> searchOrder(const SubtreePlan &plan);
 
