@@ -123,8 +123,8 @@ TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
   // Delta debugging: tens of decisions (the random schedule that found it has thousands), the
   // rest of the execution the continuation's, and the replay file still reproduces byte for byte.
   EXPECT_GT(r.found->choices.size(), 1000u);
-  // On the 3.13 profile the fewest-preemption violation comes late (event #4410): the file holds
-  // the continuation's decisions up to it, and a handful deviate from it.
+  // The file holds the continuation's decisions up to the violation (event #41 on the 3.13
+  // profile), and a handful deviate from it.
   EXPECT_LE(r.minimised->deviations, 60u);
   EXPECT_TRUE(r.minimised->continues);
   const std::string json = replayToJson(s, *r.minimised);
