@@ -20,7 +20,7 @@ LinuxCommit c59338f754a55(bool present) {
           "ftrace: Fix a slight race in modifying what function callback gets traced (2014)",
           present};
 }
-// In v3.14 (the 3.14 merge window, January 2014; authored November 2013): v3.13 lacks it.
+// Authored November 2013, first released in v3.14: v3.13 sets function_trace_op early.
 LinuxCommit c405e1d834807(bool present) {
   return {"405e1d834807",
           "ftrace: Synchronize setting function_trace_op with ftrace_trace_function (v3.14)",
