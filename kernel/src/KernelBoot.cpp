@@ -165,6 +165,7 @@ void Kernel::makeCore() {
   };
   core_ = std::make_unique<model::FtraceCore>(std::move(ftrace));
   core_->setPre59338f754a55Order(config_.pre59338f754a55);
+  core_->setPre405e1d834807(config_.pre405e1d834807);
 }
 
 // ftrace_init(): before any task runs, so every conversion is a plain read-verify-write.

@@ -20,6 +20,12 @@ LinuxCommit c59338f754a55(bool present) {
           "ftrace: Fix a slight race in modifying what function callback gets traced (2014)",
           present};
 }
+// Authored November 2013, first released in v3.14: v3.13 sets function_trace_op early.
+LinuxCommit c405e1d834807(bool present) {
+  return {"405e1d834807",
+          "ftrace: Synchronize setting function_trace_op with ftrace_trace_function (v3.14)",
+          present};
+}
 LinuxCommit cf3bea49115b2(bool present) {
   return {"f3bea49115b2", "ftrace/x86: Add dynamic allocated trampoline for ftrace_ops", present};
 }
@@ -47,10 +53,11 @@ std::vector<LinuxProfile> makeProfiles() {
                "patch_instruction() without IPI; synchronize_rcu_tasks_rude() and "
                "synchronize_rcu_tasks() before a dynamic trampoline is freed, even when no code "
                "changed",
-               {k08d636b6d4fb, c59338f754a55(true), cf3bea49115b2(true), c0598e4f08e3d(true),
-                cc96f83856f56(true), c9e298e860408(true), c0e792b89e680(true)},
+               {k08d636b6d4fb, c59338f754a55(true), c405e1d834807(true), cf3bea49115b2(true),
+                c0598e4f08e3d(true), cc96f83856f56(true), c9e298e860408(true), c0e792b89e680(true)},
                "int3",
                "patch-instruction",
+               false,
                false,
                true,
                {TrampolineFree::RcuTasks, true}});
@@ -59,37 +66,43 @@ std::vector<LinuxProfile> makeProfiles() {
        "v6.1 (2022)",
        "as 6.12 in every behaviour ftsim chooses (0e792b89e680 is in 6.1: ftrace_shutdown's "
        "`out:` precedes the synchronisation); its record flags lack CALL_OPS and TOUCHED",
-       {k08d636b6d4fb, c59338f754a55(true), cf3bea49115b2(true), c0598e4f08e3d(true),
-        cc96f83856f56(true), c9e298e860408(true), c0e792b89e680(true)},
+       {k08d636b6d4fb, c59338f754a55(true), c405e1d834807(true), cf3bea49115b2(true),
+        c0598e4f08e3d(true), cc96f83856f56(true), c9e298e860408(true), c0e792b89e680(true)},
        "int3",
        "patch-instruction",
        false,
+       false,
        true,
        {TrampolineFree::RcuTasks, true}});
-  p.push_back({"4.19",
-               "v4.19 (2018)",
-               "ftrace's own breakpoint code, whose int3 handler skips the call; powerpc "
-               "patch_instruction() without IPI; rcu-tasks before a trampoline is freed, but not "
-               "when the shutdown changed no code (before 0e792b89e680)",
-               {k08d636b6d4fb, c59338f754a55(true), cf3bea49115b2(true), c0598e4f08e3d(true),
-                cc96f83856f56(true), c9e298e860408(false), c0e792b89e680(false)},
-               "int3-skip",
-               "patch-instruction",
-               false,
-               true,
-               {TrampolineFree::RcuTasks, false}});
-  p.push_back({"3.13",
-               "v3.13 (2014)",
-               "ftrace's own breakpoint code (handler skips the call); the sites move before "
-               "ftrace_call goes to the list function (before 59338f754a55); no per-ops "
-               "trampolines; powerpc under stop_machine() (every CPU context-synchronised)",
-               {k08d636b6d4fb, c59338f754a55(false), cf3bea49115b2(false), c0598e4f08e3d(false),
-                cc96f83856f56(false), c9e298e860408(false), c0e792b89e680(false)},
-               "int3-skip",
-               "patch-instruction-ipi",
-               true,
-               false,
-               {TrampolineFree::Immediate, false}});
+  p.push_back(
+      {"4.19",
+       "v4.19 (2018)",
+       "ftrace's own breakpoint code, whose int3 handler skips the call; powerpc "
+       "patch_instruction() without IPI; rcu-tasks before a trampoline is freed, but not "
+       "when the shutdown changed no code (before 0e792b89e680)",
+       {k08d636b6d4fb, c59338f754a55(true), c405e1d834807(true), cf3bea49115b2(true),
+        c0598e4f08e3d(true), cc96f83856f56(true), c9e298e860408(false), c0e792b89e680(false)},
+       "int3-skip",
+       "patch-instruction",
+       false,
+       false,
+       true,
+       {TrampolineFree::RcuTasks, false}});
+  p.push_back(
+      {"3.13",
+       "v3.13 (2014)",
+       "ftrace's own breakpoint code (handler skips the call); the sites move before "
+       "ftrace_call goes to the list function (before 59338f754a55); function_trace_op "
+       "is set when the ops list changes, before ftrace_call (before 405e1d834807); no "
+       "per-ops trampolines; powerpc under stop_machine() (every CPU context-synchronised)",
+       {k08d636b6d4fb, c59338f754a55(false), c405e1d834807(false), cf3bea49115b2(false),
+        c0598e4f08e3d(false), cc96f83856f56(false), c9e298e860408(false), c0e792b89e680(false)},
+       "int3-skip",
+       "patch-instruction-ipi",
+       true,
+       true,
+       false,
+       {TrampolineFree::Immediate, false}});
   return p;
 }
 

@@ -198,11 +198,13 @@ TEST(KernelProfile, LinuxProfileSetsProtocolOrderAndFreeing) {
   applyLinuxProfile(config, "3.13", "x86_64");
   EXPECT_EQ(config.protocol, "int3-skip");
   EXPECT_TRUE(config.pre59338f754a55);
+  EXPECT_TRUE(config.pre405e1d834807);
   EXPECT_EQ(config.freePolicy.free, model::TrampolineFree::Immediate);
   KernelConfig ppc;
   applyLinuxProfile(ppc, "6.12", "ppc32");
   EXPECT_EQ(ppc.protocol, "patch-instruction");
   EXPECT_FALSE(ppc.pre59338f754a55);
+  EXPECT_FALSE(ppc.pre405e1d834807);
   EXPECT_TRUE(ppc.freePolicy.syncWhenUnchanged);
   KernelConfig conflicting;
   conflicting.protocol = "int3";
@@ -220,6 +222,7 @@ TEST(KernelProfile, LinuxProfileSetsProtocolOrderAndFreeing) {
   FTSIM_REQUIRE_IMAGE("x86_64-fentry");
   auto k = bootKernel("x86_64-fentry", config);
   EXPECT_TRUE(k->core().pre59338f754a55Order());
+  EXPECT_TRUE(k->core().pre405e1d834807());
 }
 
 } // namespace

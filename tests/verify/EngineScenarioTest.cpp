@@ -75,6 +75,8 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
       {"ppc32-mflr-wrong-order", {"violation", "live-patching"}},
       {"ppc32-mflr-wrong-order-fixed", {"verified", ""}},
       {"ppc32-mflr-no-grace", {"violation", "live-patching"}},
+      {"op-func-switch-race", {"violation", "function-trace-op"}},
+      {"op-func-switch-race-fixed", {"verified", ""}},
   };
   // Every engine-level file in the corpus is one of these (ExploreTest's site-level sweep skips
   // them), so a new one cannot go untested.
@@ -121,8 +123,8 @@ TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
   // Delta debugging: tens of decisions (the random schedule that found it has thousands), the
   // rest of the execution the continuation's, and the replay file still reproduces byte for byte.
   EXPECT_GT(r.found->choices.size(), 1000u);
-  // On the 3.13 profile the fewest-preemption violation comes late (event #4410): the file holds
-  // the continuation's decisions up to it, and a handful deviate from it.
+  // The file holds the continuation's decisions up to the violation (event #41 on the 3.13
+  // profile), and a handful deviate from it.
   EXPECT_LE(r.minimised->deviations, 60u);
   EXPECT_TRUE(r.minimised->continues);
   const std::string json = replayToJson(s, *r.minimised);
@@ -167,6 +169,63 @@ TEST(EngineScenario, ListToSingleRaceFixedPassesItsStatedRuns) {
   EXPECT_EQ(r.result.stats.executions, 30u);
   EXPECT_EQ(r.result.violatingExecutions, 0u);
   EXPECT_NE(r.coverage.find("30 random runs (seed 1)"), std::string::npos) << r.coverage;
+}
+
+// op-func-switch-race (405e1d834807): before it, registering b set function_trace_op to
+// ftrace_list_end at once, while ftrace_call still called a's func directly until the sites had
+// moved. The workload's first posix_cpu_timer_set after the patcher's first sync passes a's
+// callback ftrace_list_end: one deviation from the non-preemptive schedule, and the replay file
+// reproduces it.
+TEST(EngineScenario, OpFuncSwitchRacePassesTheListEndOpToOpsA) {
+  const Scenario s = load("op-func-switch-race");
+  ASSERT_TRUE(s.engine.pre405e1d834807);
+  KernelHarness harness(s, imagePath(s));
+  const CheckReport r = check(harness, exploreOptionsFor(s));
+  EXPECT_EQ(r.verdict, Verdict::Violation);
+  ASSERT_TRUE(r.minimised) << r.coverage;
+  const Violation &v = r.minimised->violation;
+  EXPECT_EQ(v.oracle, "function-trace-op");
+  EXPECT_NE(v.message.find("ops 'a' called for posix_cpu_timer_set"), std::string::npos)
+      << v.message;
+  EXPECT_NE(v.message.find("with op 'ftrace_list_end', not its own 'a'"), std::string::npos)
+      << v.message;
+  EXPECT_EQ(v.cpus, std::vector<unsigned>{1});
+  EXPECT_LE(r.result.stats.executions, 2u);
+  const ReplayFile file = parseReplay(replayToJson(s, *r.minimised), "op-func-switch-race.json");
+  const Reproduction again = reproduce(harness, file, "op-func-switch-race.json");
+  EXPECT_EQ(again.execution.logHash, r.minimised->logHash);
+  EXPECT_EQ(again.violation.oracle, "function-trace-op");
+}
+
+// With the fix the same workload, ops and bound are searched completely: no callback gets an op
+// that is not its own, and no other oracle objects.
+TEST(EngineScenario, OpFuncSwitchRaceFixedIsVerifiedWithinOneDeviation) {
+  const Scenario s = load("op-func-switch-race-fixed");
+  ASSERT_FALSE(s.engine.pre405e1d834807);
+  KernelHarness harness(s, imagePath(s));
+  const CheckReport r = check(harness, exploreOptionsFor(s));
+  EXPECT_FALSE(r.minimised) << formatViolation(r.minimised->violation);
+  EXPECT_EQ(r.verdict, Verdict::Verified) << r.coverage;
+  EXPECT_GT(r.result.stats.executions, 100u);
+  EXPECT_NE(r.coverage.find("deviations <= 1"), std::string::npos) << r.coverage;
+}
+
+// The pre-405e1d834807 publication on today's update order (ftrace_call goes to the list function
+// first): the window is the patcher's two events between the publication and the int3 on
+// ftrace_call, which one deviation does not reach and two do.
+TEST(EngineScenario, OpFuncSwitchRaceOnTodaysOrderIsTwoDeviationsAway) {
+  Scenario s = load("op-func-switch-race");
+  s.engine.pre59338f754a55 = false;
+  s.protocol = "int3";
+  s.linuxProfile.clear();
+  KernelHarness harness(s, imagePath(s));
+  ExploreOptions o = exploreOptionsFor(s);
+  o.preemptionBound = 2;
+  o.maxExecutions = 50;
+  const ExploreResult r = explore(harness, o);
+  ASSERT_TRUE(r.counterexample);
+  EXPECT_EQ(r.counterexample->violation.oracle, "function-trace-op");
+  EXPECT_LE(r.stats.executions, 10u);
 }
 
 // int3-skips-call (2700fefdb2d9 & co): the old handler skips the site as if it were a nop, so a

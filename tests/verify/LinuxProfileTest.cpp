@@ -49,6 +49,8 @@ TEST(LinuxProfile, PublishedScenariosClaimTheirReleases) {
   const std::map<std::string, std::string> claimed = {
       {"list-to-single-race", "3.13"},
       {"list-to-single-race-fixed", "6.12"},
+      {"op-func-switch-race", "3.13"},
+      {"op-func-switch-race-fixed", "6.12"},
       {"int3-skips-call", "4.19"},
       {"int3-skips-call-fixed", "6.12"},
       {"ops-uaf-no-sync", "4.19"},
@@ -84,6 +86,35 @@ TEST(LinuxProfile, AClaimTheChoicesContradictIsAOneLineError) {
   s.protocol = "int3-nosync";
   EXPECT_EQ(describeScenarioProfile(s).rfind("no Linux release: protocol int3-nosync", 0), 0u)
       << describeScenarioProfile(s);
+}
+
+// 405e1d834807 is in v3.14: a 3.13 claim needs the early function_trace_op, a 6.12 one refuses it.
+TEST(LinuxProfile, TheFunctionTraceOpClaimIsChecked) {
+  const std::string path = std::string(FTSIM_CORPORA_DIR) + "/scenarios/op-func-switch-race.toml";
+  Scenario s = loadScenarioFile(path);
+  s.validate(path);
+  s.linuxProfile = "6.12";
+  s.protocol = "int3";
+  s.engine.pre59338f754a55 = false;
+  const std::string why = fatalMessage([&] { s.validate("x.toml"); });
+  EXPECT_NE(why.find("x.toml: linux = \"6.12\" but function_trace_op is set as before "
+                     "405e1d834807, Linux 6.12's as after"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos);
+  s.engine.pre405e1d834807 = false;
+  s.validate("x.toml");
+  s.linuxProfile = "3.13";
+  s.protocol = "int3-skip";
+  s.engine.pre59338f754a55 = true;
+  EXPECT_NE(fatalMessage([&] {
+              s.validate("x.toml");
+            }).find("function_trace_op is set as after 405e1d834807, Linux 3.13's as before"),
+            std::string::npos);
+  CheckRequest r;
+  r.scenarioFile = path;
+  r.linuxProfile = "6.12";
+  EXPECT_FALSE(buildCheckScenario(r).engine.pre405e1d834807);
 }
 
 TEST(LinuxProfile, CheckLinuxAppliesOneReleaseThroughout) {

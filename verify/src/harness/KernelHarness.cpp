@@ -118,6 +118,7 @@ void KernelHarness::boot() {
   kernel_ = std::make_unique<Kernel>(arch::loadImage(imagePath_), config);
   Kernel &k = *kernel_;
   k.core().setPre59338f754a55Order(s.engine.pre59338f754a55);
+  k.core().setPre405e1d834807(s.engine.pre405e1d834807);
   slots_.resize(s.engine.ops.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const EngineOpsSpec &spec = s.engine.ops[i];

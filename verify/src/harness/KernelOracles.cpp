@@ -1,5 +1,6 @@
 // The kernel harness's own oracles (KernelHarness.h): engine invariants against a reference model
-// of the ops hashes, trace completeness over the scenario's ops, ops use-after-free.
+// of the ops hashes, trace completeness over the scenario's ops, ops use-after-free, a callback
+// called with another ops' op.
 
 #include "ftsim/verify/harness/KernelHarness.h"
 
@@ -147,6 +148,32 @@ private:
   std::function<const Kernel &()> kernel_;
 };
 
+// ftrace_call called one ops' func directly while the op the trampoline had loaded from
+// function_trace_op (its third argument) was another: the callback runs with data that is not its
+// own, e.g. ftrace_list_end for ops whose callback reads op->private (405e1d834807).
+class FunctionTraceOpOracle final : public Oracle {
+public:
+  explicit FunctionTraceOpOracle(const KernelHarness &h) : h_(h) {}
+  std::string_view name() const override { return "function-trace-op"; }
+  void check(const ExecutionView &, std::vector<Violation> &out) const override {
+    const Kernel &k = h_.kernel();
+    for (const OpMismatch &m : k.opMismatches()) {
+      Violation v = violationAt(
+          "function-trace-op", m.event,
+          fmt::format("ops '{}' called for {} ({:#x}) with op '{}', not its own '{}': ftrace_call "
+                      "called its func directly while the trampoline passed function_trace_op",
+                      m.function, k.symbolName(m.ip, false), m.ip, m.op, m.function));
+      v.cpus = {m.cpu};
+      v.task = m.task;
+      v.pc = m.ip;
+      out.push_back(std::move(v));
+    }
+  }
+
+private:
+  const KernelHarness &h_;
+};
+
 } // namespace
 
 std::shared_ptr<const Oracle> makeOpsUseAfterFreeOracle(std::function<const Kernel &()> kernel) {
@@ -249,7 +276,8 @@ private:
 OracleList KernelHarness::kindOracles() const {
   return {std::make_shared<EngineInvariantOracle>(*this),
           makeOpsUseAfterFreeOracle([this]() -> const Kernel & { return kernel(); }),
-          std::make_shared<KernelTraceCompleteness>(*this)};
+          std::make_shared<KernelTraceCompleteness>(*this),
+          std::make_shared<FunctionTraceOpOracle>(*this)};
 }
 
 } // namespace ftsim::verify

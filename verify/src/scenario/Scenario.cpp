@@ -303,11 +303,12 @@ std::string Scenario::describe() const {
     for (std::size_t i = 0; i < engine.workloads.size(); ++i)
       wl += fmt::format("{}{}@cpu{}", i ? ", " : "", engine.workloads[i], i + 1);
     return fmt::format("{} {} kernel{}, {} CPUs, workloads {}, {} ops, {} steps, store {}, "
-                       "fetch {}{}{}",
+                       "fetch {}{}{}{}",
                        arch, protocol, image.empty() ? "" : " " + image, cpus, wl,
                        engine.ops.size(), engine.steps.size(), sim::storeModelName(store),
                        fetch->name(), engine.opsTrampolines ? ", ops trampolines" : "",
-                       engine.pre59338f754a55 ? ", pre-59338f754a55 update order" : "");
+                       engine.pre59338f754a55 ? ", pre-59338f754a55 update order" : "",
+                       engine.pre405e1d834807 ? ", pre-405e1d834807 function_trace_op" : "");
   }
   std::string siteList;
   for (std::size_t i = 0; i < sites.size(); ++i)
@@ -386,8 +387,9 @@ std::string Scenario::toToml() const {
     for (std::size_t i = 0; i < engine.workloads.size(); ++i)
       wl += (i ? ", " : "") + tomlString(engine.workloads[i]);
     out += fmt::format("\n[engine]\nworkloads = [{}]\nseed = {}\nops_trampolines = {}\n"
-                       "pre_59338f754a55 = {}\n",
-                       wl, engine.seed, engine.opsTrampolines, engine.pre59338f754a55);
+                       "pre_59338f754a55 = {}\npre_405e1d834807 = {}\n",
+                       wl, engine.seed, engine.opsTrampolines, engine.pre59338f754a55,
+                       engine.pre405e1d834807);
     for (const EngineOpsSpec &o : engine.ops) {
       std::string flags;
       auto flag = [&](bool on, const char *n) {

@@ -2,7 +2,8 @@
 // kind of scenario, and which profile a scenario's choices are.
 //
 //  - every kind: the patch protocol of the scenario's ISA;
-//  - kernel: the update order (59338f754a55) and, if the scenario uses per-ops trampolines,
+//  - kernel: the update order (59338f754a55), when function_trace_op is set (405e1d834807) and, if
+//  the scenario uses per-ops trampolines,
 //    whether the profile has them (f3bea49115b2);
 //  - trampoline: when ftrace_shutdown() frees a dynamic trampoline and whether it synchronises
 //    when no code changed (12cce594fa8f, 0598e4f08e3d, 0e792b89e680).
@@ -34,6 +35,10 @@ std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
       return fmt::format("the update order is {} 59338f754a55, Linux {}'s {}",
                          s.engine.pre59338f754a55 ? "before" : "after", p.name,
                          p.pre59338f754a55 ? "before" : "after");
+    if (s.engine.pre405e1d834807 != p.pre405e1d834807)
+      return fmt::format("function_trace_op is set as {} 405e1d834807, Linux {}'s as {}",
+                         s.engine.pre405e1d834807 ? "before" : "after", p.name,
+                         p.pre405e1d834807 ? "before" : "after");
     if (s.engine.opsTrampolines && !p.opsTrampolines)
       return fmt::format("per-ops trampolines, which Linux {} does not have (f3bea49115b2)",
                          p.name);
@@ -73,6 +78,7 @@ void applyLinuxProfile(Scenario &s, const std::string &profileName,
             "(f3bea49115b2)",
             p.name, p.name);
     s.engine.pre59338f754a55 = p.pre59338f754a55;
+    s.engine.pre405e1d834807 = p.pre405e1d834807;
   }
   if (s.code == CodeKind::Trampoline) {
     if (!p.opsTrampolines)

@@ -57,8 +57,8 @@ const toml::array *tableArray(const toml::table &t, const char *key, const std::
 void parseEngine(const toml::table &table, const std::string &origin, Scenario &s) {
   EngineSpec &e = s.engine;
   TableReader r(table, origin, "engine.",
-                {"workloads", "seed", "ops_trampolines", "pre_59338f754a55", "explore", "runs",
-                 "seed_schedule", "pct_depth", "ops", "steps"});
+                {"workloads", "seed", "ops_trampolines", "pre_59338f754a55", "pre_405e1d834807",
+                 "explore", "runs", "seed_schedule", "pct_depth", "ops", "steps"});
   if (table.get("workloads"))
     e.workloads = stringArray(table.get("workloads"), origin, "engine.workloads");
   if (auto v = r.integer("seed"))
@@ -67,6 +67,8 @@ void parseEngine(const toml::table &table, const std::string &origin, Scenario &
     e.opsTrampolines = *v;
   if (auto v = r.boolean("pre_59338f754a55"))
     e.pre59338f754a55 = *v;
+  if (auto v = r.boolean("pre_405e1d834807"))
+    e.pre405e1d834807 = *v;
   if (auto v = r.string("explore"))
     s.explore.explorer = *v;
   if (auto v = r.integer("runs")) {

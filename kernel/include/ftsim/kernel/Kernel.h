@@ -65,6 +65,8 @@ struct KernelConfig {
   bool livePatchingRule = false;
   // The update order before 59338f754a55 (sites first, then ftrace_call; FtraceCore).
   bool pre59338f754a55 = false;
+  // function_trace_op set when the ops list changes, before ftrace_call (before 405e1d834807).
+  bool pre405e1d834807 = false;
   // An engine mutation (tests, mutation scores): wraps the arch patcher the core drives, e.g. to
   // write a call to the wrong trampoline. The exact-target oracle (SiteTargets.h) still derives
   // each site's legal states from the records, so what the mutation writes is judged.

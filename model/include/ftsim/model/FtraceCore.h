@@ -212,6 +212,7 @@ public:
   // the old function with it. false (today's: set_function_trace_op published in
   // ftrace_modify_all_code(), then an IPI, then ftrace_call) by default.
   void setPre405e1d834807(bool enabled) { pre405e1d834807_ = enabled; }
+  bool pre405e1d834807() const { return pre405e1d834807_; }
 
   // Commands of ftrace_run_update_code()
   static constexpr unsigned UpdateCalls = 1u << 0;     // FTRACE_UPDATE_CALLS

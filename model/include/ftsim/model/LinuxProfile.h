@@ -2,7 +2,8 @@
 // Kernel profiles: which Linux a run's engine behaviour corresponds to. One registry
 // (linuxProfiles(), newest first; the default is the newest). A profile names its release, the
 // commits that decide each behaviour ftsim models as a choice, and those choices: the x86 and
-// powerpc patch protocols, the update order of ftrace_modify_all_code(), per-ops trampolines and
+// powerpc patch protocols, the update order of ftrace_modify_all_code(), when function_trace_op
+// is set (405e1d834807), per-ops trampolines and
 // when a dynamic ops' trampoline is freed. Each historical variant of a published scenario is the
 // profile of a version that had the bug (bugVariantProfile()).
 //
@@ -34,6 +35,7 @@ struct LinuxProfile {
   std::string_view x86Protocol;   // arch::protocolsFor(x86_64): "int3" or "int3-skip"
   std::string_view ppc32Protocol; // "patch-instruction" or "patch-instruction-ipi"
   bool pre59338f754a55 = false;   // the sites moved before ftrace_call goes to the list function
+  bool pre405e1d834807 = false;   // function_trace_op set before ftrace_call is switched
   bool opsTrampolines = true;     // f3bea49115b2: per-ops trampolines on x86
   TrampolineFreePolicy free;      // when ftrace_shutdown() frees a dynamic ops' trampoline
 };

@@ -15,6 +15,8 @@
 //    violation; a call whose site ran while no operation was in progress, and whose next site
 //    execution by the same task also precedes the next operation, must reach every ops enabled
 //    for it exactly once. Tracer ops (tracefs' global_ops) are covered by the other oracles only;
+//  - function-trace-op: ftrace_call called one ops' func directly with another op in the third
+//    argument (the trampoline's load of function_trace_op; Kernel::opMismatches, 405e1d834807);
 //  - engine-invariant, after boot and after every operation (when the engine is quiescent): every
 //    record's reference count, ENABLED, REGS and (with ops trampolines) TRAMP flag equal a
 //    reference model computed from the live ops' hashes; every CPU's view of each site is the

@@ -27,7 +27,8 @@ class Harness;
 
 struct Violation {
   std::string oracle;         // torn-fetch, guest-fault, deadlock, trampoline-lifetime,
-                              // transparency, trace-completeness, engine-invariant, live-patching
+                              // transparency, trace-completeness, engine-invariant, live-patching,
+                              // function-trace-op
   std::vector<unsigned> cpus; // the CPUs involved (the observing CPU first)
   std::string site;           // "site0", "site1+3", "schedule+0x4", or "" when none is involved
   std::uint64_t event = 0;    // index of the event where it was observed

@@ -64,9 +64,9 @@
 //   seed = 5                           # the workloads' seed argument
 //   ops_trampolines = false            # per-ops trampolines (f3bea491)
 //   pre_59338f754a55 = false           # the engine's pre-59338f754a55 update order
-//   explore = "random"                 # older spellings of [explore] explorer, runs, seed and
-//   runs = 40                          #   pct_depth, still read
-//   seed_schedule = 1
+//   pre_405e1d834807 = false           # function_trace_op set before ftrace_call
+//   (pre-405e1d834807) explore = "random"                 # older spellings of [explore] explorer,
+//   runs, seed and runs = 40                          #   pct_depth, still read seed_schedule = 1
 //   pct_depth = 3
 //   [[engine.ops]]                     # the ftrace_ops the sequence names
 //   name = "a"
@@ -163,6 +163,7 @@ struct EngineSpec {
   std::uint64_t seed = 5;
   bool opsTrampolines = false;
   bool pre59338f754a55 = false;
+  bool pre405e1d834807 = false;
   std::vector<EngineOpsSpec> ops;
   std::vector<EngineStep> steps;
   bool operator==(const EngineSpec &) const = default;
