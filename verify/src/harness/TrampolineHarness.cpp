@@ -17,6 +17,9 @@ using namespace ftsim::kernel;
 namespace {
 
 constexpr const char *kTracedFunction = "posix_cpu_timer_set";
+// The guest's timer interrupt handler (corpora/guest/kernel/irq/handler.c): it calls
+// kTracedFunction in hardirq context.
+constexpr const char *kTimerHandler = "ftsim_timer_interrupt";
 
 } // namespace
 
@@ -32,6 +35,13 @@ TrampolineHarness::TrampolineHarness(Scenario scenario, std::string imagePath)
 }
 
 TrampolineHarness::~TrampolineHarness() = default;
+
+// Timer interrupts run the guest's handler (sim/README.md, "Interrupt context") where the
+// variant is about what interrupt context reaches: the list function's walk, non-preemptible, is
+// reached by a handler's traced call on top of a reader.
+bool TrampolineHarness::runsTimerHandler() const {
+  return scenario_.preemption && scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync;
+}
 
 bool TrampolineHarness::sleepsUntilCall() const {
   if (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync)
@@ -73,6 +83,12 @@ void TrampolineHarness::setUp(bool withPatcher) {
         [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {},
         model::OpsFlag::Dynamic));
     kernel.core().setFilter(*ops_.back(), kTracedFunction, true);
+  }
+  if (runsTimerHandler()) {
+    const arch::ImageSymbol *handler = kernel.image().findSymbol(kTimerHandler);
+    if (!handler)
+      fatal("{}: no {} for the timer interrupt to run", kernel.image().name, kTimerHandler);
+    kernel.machine().setTimerHandler(handler->addr);
   }
   const arch::ImageSymbol *traced = kernel.image().findSymbol(kTracedFunction);
   if (!traced)
@@ -136,6 +152,11 @@ void TrampolineHarness::annotateTrampolineVisits() {
   for (const sim::EventRecord &e : machine().events()) {
     if (e.kind == sim::EventKind::Preempt)
       annotateEvent(e.index, "timer preemption: not a quiescent state");
+    if (e.kind == sim::EventKind::Irq)
+      annotateEvent(e.index, fmt::format("timer interrupt: {} runs on top of the task",
+                                         kTimerHandler));
+    if (e.outcome == sim::StepOutcome::IrqReturn)
+      annotateEvent(e.index, "back from the interrupt (iret): the task resumes");
     if (e.kind != sim::EventKind::Step && e.kind != sim::EventKind::Run)
       continue;
     bool now = false;
@@ -157,12 +178,15 @@ std::string TrampolineHarness::describeSetup() const {
   const bool idle = scenario_.trampoline.variant == TrampolineVariant::IdleTrampFree;
   return fmt::format(
       "{} CPUs (patcher on cpu0), {} x 16 calls, fast mode quantum 64 "
-      "(trampolines and patched sites stepped per instruction){}",
+      "(trampolines and patched sites stepped per instruction){}{}",
       scenario_.cpus,
       idle ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
              "does not wait for it)"
            : "2 tasks on cpu1",
-      sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "");
+      sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "",
+      runsTimerHandler() ? fmt::format("; a timer interrupt runs {} (one call) with interrupts off",
+                                       kTimerHandler)
+                         : "");
 }
 
 } // namespace ftsim::verify

@@ -60,6 +60,7 @@ public:
   // Whether the patcher sleeps after the grace period until the traced function runs again (the
   // scenario's sleep_until_call, or the ISA's default).
   bool sleepsUntilCall() const;
+  bool runsTimerHandler() const;
 
 private:
   void setUp(bool withPatcher);
