@@ -48,9 +48,9 @@ struct X86Irq {
     put(kAfter, {0x90, 0x90, 0x90, 0x90, 0x48, 0x89, 0xd8, 0x4c, 0x01, 0xe0, 0xc3});
     put(kHandler, {0x48, 0xc7, 0xc3, 0xad, 0xde, 0, 0, 0x49, 0xc7, 0xc4, 0xef, 0xbe, 0, 0});
     const auto rel = static_cast<std::uint32_t>(kTraced - (kHandler + 14 + 5));
-    put(kHandler + 14, {0xe8, static_cast<std::uint8_t>(rel), static_cast<std::uint8_t>(rel >> 8),
-                        static_cast<std::uint8_t>(rel >> 16), static_cast<std::uint8_t>(rel >> 24),
-                        0xc3});
+    put(kHandler + 14,
+        {0xe8, static_cast<std::uint8_t>(rel), static_cast<std::uint8_t>(rel >> 8),
+         static_cast<std::uint8_t>(rel >> 16), static_cast<std::uint8_t>(rel >> 24), 0xc3});
     put(kTraced, {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3});
   }
 

@@ -13,7 +13,7 @@ using sim::DecisionKind;
 using sim::EventKind;
 using sim::EventRecord;
 
-constexpr int kPatcher = 24; // CPU processes are cpu*3 + {0: execution, 1: IPI, 2: preemption}
+constexpr int kPatcher = 24;      // CPU processes are cpu*3 + {0: execution, 1: IPI, 2: preemption}
 constexpr int kIrqProcesses = 25; // then one per CPU for its timer interrupt with a handler (Irq)
 constexpr int kProcesses = 33;
 

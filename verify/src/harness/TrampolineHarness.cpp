@@ -104,7 +104,7 @@ void TrampolineHarness::setUp(bool withPatcher) {
     for (auto &op : ops_)
       k.core().registerFunction(*op);
     // The tasks call through it for a while: an RCU-tasks grace period; for the list function
-    // case schedule_on_each_cpu(), which a preempted reader does not hold up.
+    // case schedule_on_each_cpu().
     if (uaf)
       k.machine().scheduleOnEachCpu();
     else
@@ -112,8 +112,18 @@ void TrampolineHarness::setUp(bool withPatcher) {
     // Then, optionally, sleep (one no-op publication at a time, the tasks running meanwhile)
     // until a task calls the function again, so the unregistration races a call that is inside
     // the trampoline. (How soon a call follows the end of the grace period depends on the ISA's
-    // code: on ppc32 the next call comes too late for the round-robin schedule otherwise.)
-    sleepUntilCall(k, sleep);
+    // code: on ppc32 the next call comes too late for the round-robin schedule otherwise.) For
+    // the list function: until a task has read ftrace_ops_list, so the unregistration races a
+    // walk in progress on another CPU, as in 0e792b89e680's report.
+    const std::uint64_t read = k.trampolines().listFuncTrap;
+    if (uaf)
+      sleepUntil(k, [read](const sim::EventRecord &e) {
+        return e.outcome == sim::StepOutcome::Hypercall && e.detail == read;
+      });
+    else if (sleep)
+      sleepUntil(k, [this](const sim::EventRecord &e) {
+        return e.kind == sim::EventKind::Step && e.pc == site_;
+      });
     for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
       k.core().unregisterFunction(**it);
       k.freeOps(**it); // the owner's kfree()
@@ -121,17 +131,17 @@ void TrampolineHarness::setUp(bool withPatcher) {
   });
 }
 
-// Sleep (one no-op publication at a time, the tasks running meanwhile) until a task calls the
-// traced function.
-void TrampolineHarness::sleepUntilCall(Kernel &k, bool sleep) const {
+// Sleep (one no-op publication at a time, the tasks running meanwhile) until an event the
+// predicate accepts has run.
+void TrampolineHarness::sleepUntil(
+    Kernel &k, const std::function<bool(const sim::EventRecord &)> &seen) const {
   std::uint64_t scanned = k.now();
-  for (int i = 0; sleep && i < 100000; ++i) {
-    bool called = false;
+  for (int i = 0; i < 100000; ++i) {
+    bool found = false;
     const auto events = k.machine().events();
     for (; scanned < events.size(); ++scanned)
-      called =
-          called || (events[scanned].kind == sim::EventKind::Step && events[scanned].pc == site_);
-    if (called)
+      found = found || seen(events[scanned]);
+    if (found)
       break;
     k.machine().publish("sleep", [] {});
   }
@@ -153,8 +163,8 @@ void TrampolineHarness::annotateTrampolineVisits() {
     if (e.kind == sim::EventKind::Preempt)
       annotateEvent(e.index, "timer preemption: not a quiescent state");
     if (e.kind == sim::EventKind::Irq)
-      annotateEvent(e.index, fmt::format("timer interrupt: {} runs on top of the task",
-                                         kTimerHandler));
+      annotateEvent(e.index,
+                    fmt::format("timer interrupt: {} runs on top of the task", kTimerHandler));
     if (e.outcome == sim::StepOutcome::IrqReturn)
       annotateEvent(e.index, "back from the interrupt (iret): the task resumes");
     if (e.kind != sim::EventKind::Step && e.kind != sim::EventKind::Run)
@@ -178,15 +188,18 @@ std::string TrampolineHarness::describeSetup() const {
   const bool idle = scenario_.trampoline.variant == TrampolineVariant::IdleTrampFree;
   return fmt::format(
       "{} CPUs (patcher on cpu0), {} x 16 calls, fast mode quantum 64 "
-      "(trampolines and patched sites stepped per instruction){}{}",
+      "(trampolines and patched sites stepped per instruction){}{}{}",
       scenario_.cpus,
       idle ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
              "does not wait for it)"
            : "2 tasks on cpu1",
       sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "",
-      runsTimerHandler() ? fmt::format("; a timer interrupt runs {} (one call) with interrupts off",
-                                       kTimerHandler)
-                         : "");
+      scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync
+          ? "; after the grace period the patcher sleeps until a task has read ftrace_ops_list"
+          : "",
+      runsTimerHandler()
+          ? fmt::format("; a timer interrupt runs {} (one call) with interrupts off", kTimerHandler)
+          : "");
 }
 
 } // namespace ftsim::verify

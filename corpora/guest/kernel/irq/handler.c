@@ -24,7 +24,8 @@ __asm__(".pushsection .text\n"
         ".popsection");
 #else
 /* powerpc: r2 points at the thread area (Linux's `current`). */
-#define HARDIRQ_ADD(n) asm volatile("lwz 11,0(2)\n\taddi 11,11," #n "\n\tstw 11,0(2)" ::: "r11", "memory")
+#define HARDIRQ_ADD(n)                                                                             \
+  asm volatile("lwz 11,0(2)\n\taddi 11,11," #n "\n\tstw 11,0(2)" ::: "r11", "memory")
 __asm__(".pushsection .text\n"
         ".globl ftsim_hc_irq_return\n"
         ".type ftsim_hc_irq_return, @function\n"

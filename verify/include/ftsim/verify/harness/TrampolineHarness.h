@@ -60,11 +60,13 @@ public:
   // Whether the patcher sleeps after the grace period until the traced function runs again (the
   // scenario's sleep_until_call, or the ISA's default).
   bool sleepsUntilCall() const;
+  // Whether timer interrupts run the guest's handler (sim::Machine::setTimerHandler).
   bool runsTimerHandler() const;
 
 private:
   void setUp(bool withPatcher);
-  void sleepUntilCall(::ftsim::kernel::Kernel &k, bool sleep) const;
+  void sleepUntil(::ftsim::kernel::Kernel &k,
+                  const std::function<bool(const sim::EventRecord &)> &seen) const;
 
   void annotateTrampolineVisits();
 
