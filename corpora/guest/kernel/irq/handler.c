@@ -5,7 +5,9 @@
  * the traced function. It returns into ftsim_hc_irq_return, where the simulator restores the
  * interrupted registers (the exit path's iret / rfi).
  *
- * Linked last (corpora/CMakeLists.txt), so no other function of the image moves. */
+ * Linked last (corpora/CMakeLists.txt), so no other function of the image moves. The return stub
+ * is a plain label, not a function: it has no profiling site (every function of a guest object
+ * has one, which tests/arch/RecordMcountTest.cpp checks against the compilers' own tables). */
 #include "guest.h"
 
 ulong posix_cpu_timer_set(ulong v);
@@ -15,7 +17,6 @@ ulong posix_cpu_timer_set(ulong v);
 #define HARDIRQ_ADD(n) asm volatile("addl $" #n ", %%gs:0" ::: "memory", "cc")
 __asm__(".pushsection .text\n"
         ".globl ftsim_hc_irq_return\n"
-        ".type ftsim_hc_irq_return, @function\n"
         ".p2align 4\n"
         "ftsim_hc_irq_return:\n"
         "\tint3\n"
@@ -28,7 +29,6 @@ __asm__(".pushsection .text\n"
   asm volatile("lwz 11,0(2)\n\taddi 11,11," #n "\n\tstw 11,0(2)" ::: "r11", "memory")
 __asm__(".pushsection .text\n"
         ".globl ftsim_hc_irq_return\n"
-        ".type ftsim_hc_irq_return, @function\n"
         ".p2align 4\n"
         "ftsim_hc_irq_return:\n"
         "\ttrap\n"
@@ -37,7 +37,9 @@ __asm__(".pushsection .text\n"
         ".popsection");
 #endif
 
-__notrace void ftsim_timer_interrupt(void) {
+/* Traceable, as Linux's tick and hrtimer handlers are (only the entry code is noinstr): its own site
+ * stays a nop, no ops traces it. */
+__kfunc void ftsim_timer_interrupt(void) {
   HARDIRQ_ADD(1);
   posix_cpu_timer_set(0x7101);
   HARDIRQ_ADD(-1);
