@@ -40,12 +40,15 @@ TrampolineHarness::~TrampolineHarness() = default;
 // variant is about what interrupt context reaches: the list function's walk, non-preemptible, is
 // reached by a handler's traced call on top of a reader.
 bool TrampolineHarness::runsTimerHandler() const {
-  return scenario_.preemption && scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync;
+  return scenario_.preemption && (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync ||
+                                  scenario_.trampoline.variant == TrampolineVariant::IrqTrampFree);
 }
 
 bool TrampolineHarness::sleepsUntilCall() const {
   if (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync)
     return false;
+  if (scenario_.trampoline.variant == TrampolineVariant::IrqTrampFree)
+    return true; // only an interrupt calls the function: the unregistration waits for one
   // By default only where the next call does not follow the grace period at once (ppc32).
   return scenario_.trampoline.sleepUntilCall.value_or(!arch().nextCallFollowsGracePeriod());
 }
@@ -72,6 +75,9 @@ void TrampolineHarness::setUp(bool withPatcher) {
   if (spec.variant == TrampolineVariant::IdleTrampFree) {
     // CPU 1 runs only its idle task, whose loop calls the traced function.
     kernel.addIdleWorkload("timers", 1, 1);
+  } else if (spec.variant == TrampolineVariant::IrqTrampFree) {
+    // CPU 1 runs only its idle task, whose loop calls nothing traced: the timer interrupt does.
+    kernel.addIdleWorkload("idle", 1, 1);
   } else {
     kernel.addWorkload("timers", 1, 1);
     kernel.addWorkload("timers", 1, 2);
@@ -185,14 +191,18 @@ OracleList TrampolineHarness::kindOracles() const {
 }
 
 std::string TrampolineHarness::describeSetup() const {
-  const bool idle = scenario_.trampoline.variant == TrampolineVariant::IdleTrampFree;
+  const TrampolineVariant v = scenario_.trampoline.variant;
   return fmt::format(
-      "{} CPUs (patcher on cpu0), {} x 16 calls, fast mode quantum 64 "
+      "{} CPUs (patcher on cpu0), {}, fast mode quantum 64 "
       "(trampolines and patched sites stepped per instruction){}{}{}",
       scenario_.cpus,
-      idle ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
-             "does not wait for it)"
-           : "2 tasks on cpu1",
+      v == TrampolineVariant::IdleTrampFree
+          ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
+            "does not wait for it) x 16 calls"
+      : v == TrampolineVariant::IrqTrampFree
+          ? "cpu1's idle task only (no traced call of its own, idles 16 times; RCU-tasks does not "
+            "wait for it), the traced function called by the timer interrupt's handler"
+          : "2 tasks on cpu1 x 16 calls",
       sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "",
       scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync
           ? "; after the grace period the patcher sleeps until a task has read ftrace_ops_list"
