@@ -208,7 +208,9 @@ std::string TrampolineHarness::describeSetup() const {
           ? "; after the grace period the patcher sleeps until a task has read ftrace_ops_list"
           : "",
       runsTimerHandler()
-          ? fmt::format("; a timer interrupt runs {} (one call) with interrupts off", kTimerHandler)
+          ? fmt::format("; a timer interrupt runs {} (one call with interrupts off, then one in "
+                        "its softirq part with interrupts on)",
+                        kTimerHandler)
           : "");
 }
 
