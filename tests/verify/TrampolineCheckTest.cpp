@@ -73,7 +73,12 @@ TEST_P(TrampolineFile, ReachesItsExpectedVerdictAndItsViolationReplays) {
   EXPECT_TRUE(cex.continues);
   EXPECT_GE(cex.deviations, 1u);
   EXPECT_LE(cex.deviations, 60u);
-  EXPECT_LE(cex.choices.size(), r.found->choices.size());
+  // Fewest preemptions, then fewest events, then fewest decisions (Minimise.cpp): a schedule with
+  // fewer preemptions may need more decisions (irq-tramp-free-classic: 10 preemptions in 103
+  // decisions against 46 in 86).
+  if (cex.preemptions == r.found->preemptions && cex.events == r.found->events) {
+    EXPECT_LE(cex.choices.size(), r.found->choices.size());
+  }
   std::string trail;
   for (const std::string &line : cex.violation.trail)
     trail += line + "\n";
