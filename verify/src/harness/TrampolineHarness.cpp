@@ -18,7 +18,7 @@ namespace {
 
 constexpr const char *kTracedFunction = "posix_cpu_timer_set";
 // The guest's timer interrupt handler (corpora/guest/kernel/irq/handler.c): it calls
-// kTracedFunction in hardirq context.
+// kTracedFunction in hardirq context, then in its softirq part with interrupts on.
 constexpr const char *kTimerHandler = "ftsim_timer_interrupt";
 
 } // namespace
@@ -38,7 +38,8 @@ TrampolineHarness::~TrampolineHarness() = default;
 
 // Timer interrupts run the guest's handler (sim/README.md, "Interrupt context") where the
 // variant is about what interrupt context reaches: the list function's walk, non-preemptible, is
-// reached by a handler's traced call on top of a reader.
+// delayed by a handler on top of the reader (ops-uaf-no-sync); a handler on top of the idle task
+// is the only caller of the traced function (irq-tramp-free).
 bool TrampolineHarness::runsTimerHandler() const {
   return scenario_.preemption && (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync ||
                                   scenario_.trampoline.variant == TrampolineVariant::IrqTrampFree);
