@@ -258,7 +258,8 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                "trampoline scenarios: when a dynamic ops' trampoline is freed: immediate, "
                "sched-sync, rcu-tasks, rude, rcu-tasks-classic");
   optionalFlag(cmd, "--tramp-scenario", r.trampScenario,
-               "tramp-free-preempted (default), ops-uaf-no-sync or idle-tramp-free");
+               "tramp-free-preempted (default), ops-uaf-no-sync, idle-tramp-free or "
+               "irq-tramp-free");
   cmd->add_flag("--preempt", r.preempt, "trampoline scenarios: timer preemption (PREEMPTION)");
   cmd->add_flag("--no-sync-unchanged", r.noSyncUnchanged,
                 "trampoline scenarios: skip the sync when unregistering changes no code "

@@ -20,6 +20,8 @@ std::string_view eventKindName(EventKind kind) {
     return "ipi";
   case EventKind::Preempt:
     return "preempt";
+  case EventKind::Irq:
+    return "irq";
   case EventKind::Store:
     return "store";
   case EventKind::Publish:
@@ -58,6 +60,8 @@ std::string_view stepOutcomeName(StepOutcome outcome) {
     return "user-enter";
   case StepOutcome::KernelEntry:
     return "kernel-entry";
+  case StepOutcome::IrqReturn:
+    return "irq-return";
   }
   FTSIM_PANIC("bad StepOutcome {}", static_cast<int>(outcome));
 }
@@ -81,6 +85,9 @@ std::string formatEvent(const EventRecord &e) {
     if (e.detail)
       out += " irq-return (preempt_count > 0: same task)";
     break;
+  case EventKind::Irq:
+    out += fmt::format(" pc={:#x} handler={:#x}", e.pc, e.detail);
+    break;
   case EventKind::Store:
     out += fmt::format(" {:#x}+{} [{}]", e.storeAddr, e.storeSize, arch::hexBytes(bytes));
     break;
@@ -101,7 +108,7 @@ std::string formatEvent(const EventRecord &e) {
   if (e.outcome != StepOutcome::None) {
     out += fmt::format(" {}", stepOutcomeName(e.outcome));
     if (e.outcome == StepOutcome::Exit || e.outcome == StepOutcome::TrapHandled ||
-        e.outcome == StepOutcome::Hypercall)
+        e.outcome == StepOutcome::Hypercall || e.outcome == StepOutcome::IrqReturn)
       out += fmt::format("({:#x})", e.detail);
   }
   return out;

@@ -104,6 +104,7 @@ void Machine::loadImage(const arch::Image &image) {
       {"ftsim_hc_exit", GuestHypercall::Exit},
       {"ftsim_hc_user_enter", GuestHypercall::UserEnter},
       {"ftsim_hc_kernel_entry", GuestHypercall::KernelEntry},
+      {"ftsim_hc_irq_return", GuestHypercall::IrqReturn},
   };
   for (const auto &[name, which] : stubs)
     if (const arch::ImageSymbol *sym = image.findSymbol(name))
@@ -116,6 +117,8 @@ void Machine::bindHypercall(GuestHypercall which, std::uint64_t stubAddress) {
   impl_->builtinHypercalls[stubAddress] = which;
   if (which == GuestHypercall::Exit)
     impl_->exitStub = stubAddress;
+  if (which == GuestHypercall::IrqReturn)
+    impl_->irqReturnStub = stubAddress;
 }
 
 void Machine::watchSite(std::uint64_t addr, std::uint32_t size,

@@ -90,6 +90,10 @@ struct TaskRecord {
   std::vector<std::uint8_t> regs;  // a uc_context image while not running
   bool voluntarilyOff = true;      // off-CPU after a voluntary switch (or never run): quiescent
   std::uint64_t lastQuiescent = 0; // 1 + index of the event of its last quiescent state
+  // In a timer interrupt's handler (Interrupts.cpp): the registers it interrupted, restored by
+  // ftsim_hc_irq_return.
+  bool inIrq = false;
+  std::vector<std::uint8_t> irqRegs;
 };
 
 struct CpuState {
@@ -210,6 +214,8 @@ struct Machine::Impl {
   std::map<std::uint64_t, arch::Hypercall> hypercalls;
   arch::TrapHandler trapHandler;
   std::uint64_t exitStub = 0;
+  std::uint64_t irqReturnStub = 0;
+  std::uint64_t timerHandler = 0; // setTimerHandler: 0 when timer interrupts run no guest code
   PatcherRuntime patcher;
   // The CPU whose event is executing (a host handler it ran may allocate or free text), -1
   // between events.
@@ -251,6 +257,9 @@ struct Machine::Impl {
   void noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore, std::uint32_t countBefore);
   void switchTo(unsigned cpu, int next);
   void stopTask(unsigned cpu, TaskState why);
+  // Interrupt context (Interrupts.cpp): false when the entry faulted (no room on the stack).
+  bool enterInterrupt(unsigned cpu, EventRecord &rec);
+  void returnFromInterrupt(unsigned cpu, EventRecord &rec, std::uint64_t trapAddr);
 
   // Instruction views and the fetch model.
   void storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,

@@ -46,6 +46,10 @@ std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
     if (config.preemption && !cs.halfFetched && cs.takesInterrupts() &&
         (cs.preemptCount > 0 || cs.runnable > 1))
       out[n++] = {EventKind::Preempt, cpu};
+    // A timer interrupt that runs its handler's guest code, at any preempt count (no nesting).
+    if (config.preemption && timerHandler && !cs.halfFetched && cs.takesInterrupts() &&
+        !state.tasks[cs.current].inIrq)
+      out[n++] = {EventKind::Irq, cpu};
   }
   if (patcher.state == PatcherState::Store)
     out[n++] = {EventKind::Store, static_cast<std::uint8_t>(config.patcherCpu)};
@@ -196,6 +200,15 @@ void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
     noteRegionChange(cpu, rec, irqsBefore, countBefore);
     break;
   }
+  case EventKind::Irq: {
+    const bool irqsBefore = state.cpus[cpu].irqsOn;
+    const std::uint32_t countBefore = state.cpus[cpu].preemptCount;
+    if (enterInterrupt(cpu, rec)) {
+      refreshRegions(cpu);
+      noteRegionChange(cpu, rec, irqsBefore, countBefore);
+    }
+    break;
+  }
   case EventKind::Store:
     rec.task = -1;
     rec.storeAddr = patcher.storeAddr;
@@ -243,7 +256,7 @@ void Machine::Impl::logNote(EventKind kind, std::uint64_t addr, std::uint64_t si
 
 RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
   RunResult result;
-  EventChoice enabled[8 * 3 + 1];
+  EventChoice enabled[8 * 4 + 1];
   resumeWaitingPatcher();
   while (result.events < maxEvents) {
     std::size_t n = enabledEvents(enabled);

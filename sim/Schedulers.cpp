@@ -28,7 +28,8 @@ std::uint32_t RoundRobinScheduler::decide(const Machine &machine, const Decision
     unsigned actor = (lastActor_ + d) % actors;
     int first = -1, preempt = -1;
     for (std::uint32_t i = 0; i < point.options; ++i) {
-      if (actorOf(point.events[i]) != actor)
+      // A timer interrupt that runs its handler is never a round-robin turn.
+      if (actorOf(point.events[i]) != actor || point.events[i].kind == EventKind::Irq)
         continue;
       if (point.events[i].kind == EventKind::Preempt)
         preempt = static_cast<int>(i);

@@ -169,6 +169,9 @@ void Machine::Impl::handleTrap(unsigned cpu, EventRecord &rec, std::uint64_t pcA
         rec.detail = 1;
       }
       return;
+    case GuestHypercall::IrqReturn:
+      returnFromInterrupt(cpu, rec, trapAddr);
+      return;
     case GuestHypercall::Exit:
       rec.outcome = StepOutcome::Exit;
       task.info.result = readReg(cpu, abi.resultReg);

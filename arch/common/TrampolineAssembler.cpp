@@ -48,20 +48,27 @@ std::uint64_t TrampolineAssembler::stub(const std::string &name) {
   return at(name);
 }
 
-void TrampolineAssembler::hypercallStubs(const TrampolineRequest &request) {
+void TrampolineAssembler::hypercallStubs(const TrampolineRequest &request,
+                                         std::span<const std::uint8_t> preemptDisable,
+                                         std::span<const std::uint8_t> preemptEnable) {
   // ftrace_ops_list_func, optionally in two hypercalls: the first reads ftrace_ops_list
-  // (rcu_dereference_raw), the second walks what it read (do_for_each_ftrace_op). Linux walks
-  // with preemption disabled; this listing does not disable it yet (a timer preemption between
-  // the read and the walk stands for the interrupt that can arrive there in Linux, which the
-  // machine does not run as a handler of its own). Another CPU can unlink and free an ops in that
-  // window, which is why ftrace_shutdown() must wait even when no code changed (0e792b89e680).
+  // (rcu_dereference_raw), the second walks what it read (do_for_each_ftrace_op). Split, the two
+  // run inside the guest's own preempt_disable_notrace() / preempt_enable_notrace(), as
+  // __ftrace_ops_list_func() walks between ftrace_test_recursion_trylock() and
+  // ftrace_test_recursion_unlock() (include/linux/trace_recursion.h, 6.1 and 6.12): no preemption
+  // between them, but an interrupt whose handler runs traced code can, and another CPU can unlink
+  // and free an ops meanwhile, which is why ftrace_shutdown() must wait even when no code changed
+  // (0e792b89e680). One hypercall is one event: nothing can come between its read and walk.
   function("ftrace_ops_list_func");
+  if (request.splitListFunction)
+    emit(preemptDisable);
   label("ftrace_ops_list_read");
   emit(arch_.trap());
   if (request.splitListFunction) {
     label("ftrace_ops_list_walk");
     emit(arch_.trap());
     code_.listFuncWalkStub = at("ftrace_ops_list_walk");
+    emit(preemptEnable);
   }
   emit(ret_);
   code_.listFuncStub = at("ftrace_ops_list_func");

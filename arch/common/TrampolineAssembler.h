@@ -60,9 +60,14 @@ public:
   void jump(const std::string &target) { branch(target, false); }
 
   // The C functions as hypercall stubs (trap; return), 16-byte aligned: ftrace_ops_list_func
-  // (with its second hypercall ftrace_ops_list_walk when the request splits it),
+  // (with its second hypercall ftrace_ops_list_walk when the request splits it, both inside a
+  // non-preemptible region),
   // prepare_ftrace_return, ftrace_return_to_handler and request.callbackStubs ftrace_callback_<i>.
-  void hypercallStubs(const TrampolineRequest &request);
+  // `preemptDisable` / `preemptEnable`: the ISA's increment and decrement of the preempt count
+  // (sim/README.md, "Regions") around a split list function's read and walk.
+  void hypercallStubs(const TrampolineRequest &request,
+                      std::span<const std::uint8_t> preemptDisable,
+                      std::span<const std::uint8_t> preemptEnable);
 
   // The finished trampolines; `tail` is the label the callers' closing jumps go to.
   AssembledListing finish(const std::string &tail);

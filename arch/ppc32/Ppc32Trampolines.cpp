@@ -267,7 +267,17 @@ AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
   ftraceCallers(e);
   ftraceGraphCaller(e);
   returnToHandler(e);
-  e.hypercallStubs(request);
+  // lwz r11,0(r2); addi r11,r11,+-1; stw r11,0(r2): the preempt count in the thread area r2
+  // points at (Linux's `current`; sim/README.md, "Regions"); r11 is volatile in a C function.
+  auto countBy = [](std::int16_t delta) {
+    Bytes out;
+    for (std::uint32_t w :
+         {0x81620000u, 0x396b0000u | static_cast<std::uint16_t>(delta), 0x91620000u})
+      for (std::uint8_t b : ppc32::wordBytes(w))
+        out.push_back(b);
+    return out;
+  };
+  e.hypercallStubs(request, countBy(1), countBy(-1));
   return e.finish("ftrace_caller_common");
 }
 

@@ -287,7 +287,11 @@ AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
   ftraceRegsCaller(e, request.flavour);
   ftraceGraphCaller(e, request.flavour);
   returnToHandler(e);
-  e.hypercallStubs(request);
+  // incl %gs:0 / decl %gs:0: Linux's incl %gs:__preempt_count (preempt_count_add), the thread
+  // area's first word in the machine (sim/README.md, "Regions").
+  static const std::uint8_t preemptDisable[] = {0x65, 0xff, 0x04, 0x25, 0, 0, 0, 0};
+  static const std::uint8_t preemptEnable[] = {0x65, 0xff, 0x0c, 0x25, 0, 0, 0, 0};
+  e.hypercallStubs(request, preemptDisable, preemptEnable);
   return e.finish("ftrace_epilogue");
 }
 

@@ -43,7 +43,7 @@ void Kernel::bindHypercalls() {
   if (code.listFuncWalkStub) {
     // The read of ftrace_ops_list, one event before the walk (Trampolines.h).
     machine_->setHypercall(code.listFuncTrap, [this](arch::GuestContext &cpu) {
-      listReads_[taskKey(cpu)] = {now(), core_->opsList()};
+      listReads_[taskKey(cpu)].push_back({now(), core_->opsList()});
     });
     machine_->setHypercall(code.listFuncWalkStub,
                            [this](arch::GuestContext &cpu) { listWalk(cpu); });
@@ -92,7 +92,7 @@ void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &
   recordCallback(
       {now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs, function.describe()});
   model::CallSite site{
-      args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
+      args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), contextLevel(cpu)}};
   // The op the trampoline loaded from function_trace_op before its ftrace_call.
   if (auto it = opsAt_.find(args.op); it != opsAt_.end())
     site.op = it->second;
@@ -117,10 +117,10 @@ void Kernel::traceCallback(arch::GuestContext &cpu, const model::TraceFunction &
 // flags and hashes, then maybe its func), so one its owner freed since is a use-after-free.
 void Kernel::listWalk(arch::GuestContext &cpu) {
   auto it = listReads_.find(taskKey(cpu));
-  if (it == listReads_.end())
+  if (it == listReads_.end() || it->second.empty())
     FTSIM_PANIC("ftrace_ops_list_walk on cpu{} without a read of ftrace_ops_list", cpu.cpu());
-  const ListRead read = std::move(it->second);
-  listReads_.erase(it);
+  const ListRead read = std::move(it->second.back());
+  it->second.pop_back();
   std::vector<model::FtraceOps *> live;
   for (model::FtraceOps *op : read.list) {
     auto freed = freedOps_.find(op);

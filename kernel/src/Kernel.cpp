@@ -99,6 +99,12 @@ std::int64_t Kernel::taskKey(const arch::GuestContext &cpu) const {
   return cpu.task() >= 0 ? cpu.task() : -1 - static_cast<std::int64_t>(cpu.cpu());
 }
 
+// In a timer interrupt's handler (sim/README.md, "Interrupt context"): hardirq, whose recursion
+// bit is its own (trace_test_and_set_recursion()).
+model::ContextLevel Kernel::contextLevel(const arch::GuestContext &cpu) const {
+  return machine_->inInterrupt(cpu.cpu()) ? model::ContextLevel::Irq : model::ContextLevel::Normal;
+}
+
 model::TraceContext Kernel::contextOf(const arch::GuestContext &cpu) const {
   model::TraceContext c;
   c.cpu = cpu.cpu();

@@ -72,7 +72,7 @@ void Kernel::opsTrampolineCallback(arch::GuestContext &cpu, model::FtraceOps &op
   recordCallback({now(), cpu.cpu(), cpu.task(), args.ip, args.parentIp, args.fullRegs,
                   function.describe(), trampoline});
   model::CallSite site{
-      args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), model::ContextLevel::Normal}};
+      args.ip, args.parentIp, regs.get(), {cpu.cpu(), cpu.task(), contextLevel(cpu)}};
   current_ = &cpu;
   currentRegs_ = args.regs;
   if (assist)

@@ -250,7 +250,8 @@ TEST_P(Ftracetest, FuncStackTracer) {
         filtered = fs.read("stack_trace");
         fs.write("/proc/sys/kernel/stack_tracer_enabled", "0");
       },
-      2); // two rounds of workloads: some still run after the extra grace period
+      2, 2); // two rounds of workloads, two grace periods per sleep: some still run after the
+             // extra grace period
   EXPECT_EQ(countLines(filterFile, [](const std::string &) { return true; }),
             countLines(filterFile,
                        [](const std::string &l) { return l.find("lock") != std::string::npos; }));

@@ -73,13 +73,22 @@ TEST_P(TrampolineFile, ReachesItsExpectedVerdictAndItsViolationReplays) {
   EXPECT_TRUE(cex.continues);
   EXPECT_GE(cex.deviations, 1u);
   EXPECT_LE(cex.deviations, 60u);
-  EXPECT_LE(cex.choices.size(), r.found->choices.size());
+  // Fewest preemptions, then fewest events, then fewest decisions (Minimise.cpp): a schedule with
+  // fewer preemptions may need more decisions (irq-tramp-free-classic: 10 preemptions in 103
+  // decisions against 46 in 86).
+  if (cex.preemptions == r.found->preemptions && cex.events == r.found->events) {
+    EXPECT_LE(cex.choices.size(), r.found->choices.size());
+  }
   std::string trail;
   for (const std::string &line : cex.violation.trail)
     trail += line + "\n";
   if (s.trampoline.variant == TrampolineVariant::OpsUafNoSync) {
     EXPECT_NE(cex.violation.message.find("ops-use-after-free"), std::string::npos);
     EXPECT_NE(cex.violation.message.find("dynamic_ops1"), std::string::npos);
+    // The walk is non-preemptible: what delays it past the free is a timer interrupt whose
+    // handler runs on top of the reader, inside the list function, between its read and walk.
+    EXPECT_NE(trail.find("irq at ftrace_ops_list_func"), std::string::npos) << trail;
+    EXPECT_EQ(trail.find("preempt at ftrace_ops_list_func"), std::string::npos) << trail;
   } else {
     EXPECT_NE(cex.violation.message.find("ftrace_trampoline"), std::string::npos)
         << cex.violation.message;

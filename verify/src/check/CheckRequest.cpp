@@ -42,9 +42,11 @@ Scenario trampolineScenario(const CheckRequest &r) {
       s.trampoline.variant = TrampolineVariant::OpsUafNoSync;
     else if (*r.trampScenario == "idle-tramp-free")
       s.trampoline.variant = TrampolineVariant::IdleTrampFree;
+    else if (*r.trampScenario == "irq-tramp-free")
+      s.trampoline.variant = TrampolineVariant::IrqTrampFree;
     else if (*r.trampScenario != "tramp-free-preempted")
       fatal("--tramp-scenario '{}' (known: tramp-free-preempted, ops-uaf-no-sync, "
-            "idle-tramp-free)",
+            "idle-tramp-free, irq-tramp-free)",
             *r.trampScenario);
   }
   s.name = fmt::format("{}-{}-{}", s.arch, trampolineVariantName(s.trampoline.variant),

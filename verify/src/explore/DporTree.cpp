@@ -19,7 +19,9 @@ bool dependent(const EventRecord &a, const EventRecord &b) {
   if (pa == kPatcher || pb == kPatcher) {
     const EventRecord &p = pa == kPatcher ? a : b;
     const EventRecord &o = pa == kPatcher ? b : a;
-    if (o.kind == EventKind::Ipi || o.kind == EventKind::Preempt)
+    // A timer interrupt's handler entry too: it moves the CPU into other code (conservatively
+    // dependent, like a preemption).
+    if (o.kind == EventKind::Ipi || o.kind == EventKind::Preempt || o.kind == EventKind::Irq)
       return true;
     // Entering and leaving user mode change whom the patcher's next sync interrupts (and, with
     // deferSyncInUser, whom it waits for); the sync runs in the continuation of a store or a
@@ -45,7 +47,8 @@ bool dependent(const EventRecord &a, const EventRecord &b) {
     }
   }
   if (a.cpu == b.cpu) {
-    if (a.kind == EventKind::Preempt || b.kind == EventKind::Preempt)
+    if (a.kind == EventKind::Preempt || b.kind == EventKind::Preempt || a.kind == EventKind::Irq ||
+        b.kind == EventKind::Irq)
       return true;
     if (a.kind == EventKind::Ipi)
       return touchesCpuState(b);

@@ -13,8 +13,9 @@ using sim::DecisionKind;
 using sim::EventKind;
 using sim::EventRecord;
 
-constexpr int kPatcher = 24; // CPU processes are cpu*3 + {0: execution, 1: IPI, 2: preemption}
-constexpr int kProcesses = 25;
+constexpr int kPatcher = 24;      // CPU processes are cpu*3 + {0: execution, 1: IPI, 2: preemption}
+constexpr int kIrqProcesses = 25; // then one per CPU for its timer interrupt with a handler (Irq)
+constexpr int kProcesses = 33;
 
 inline int processOf(EventKind kind, unsigned cpu) {
   switch (kind) {
@@ -27,6 +28,8 @@ inline int processOf(EventKind kind, unsigned cpu) {
     return static_cast<int>(cpu) * 3 + 1;
   case EventKind::Preempt:
     return static_cast<int>(cpu) * 3 + 2;
+  case EventKind::Irq:
+    return kIrqProcesses + static_cast<int>(cpu);
   case EventKind::Step:
   case EventKind::FetchLine:
   case EventKind::Run:
@@ -43,7 +46,8 @@ inline bool isNote(const EventRecord &e) {
 }
 
 inline bool serialises(const EventRecord &e) {
-  return e.outcome == sim::StepOutcome::TrapHandled || e.outcome == sim::StepOutcome::Serialised;
+  return e.outcome == sim::StepOutcome::TrapHandled || e.outcome == sim::StepOutcome::Serialised ||
+         e.outcome == sim::StepOutcome::IrqReturn;
 }
 
 // A CPU event whose position relative to an IPI of the same CPU can matter (one that turns

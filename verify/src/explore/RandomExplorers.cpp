@@ -21,11 +21,15 @@ public:
     if (!pct_)
       return;
     // Distinct initial priorities d .. d+n-1 (higher runs first), in random order.
-    std::vector<int> order(kProcesses);
-    for (int i = 0; i < kProcesses; ++i)
+    std::vector<int> order(kIrqProcesses);
+    for (int i = 0; i < kIrqProcesses; ++i)
       order[i] = static_cast<int>(depth) + i;
     std::shuffle(order.begin(), order.end(), rng_);
     priority_ = order;
+    // A CPU's timer interrupt with a handler ranks with its preemption (the same draws as before
+    // interrupts ran handlers, so seeds keep finding what they found).
+    for (int cpu = 0; kIrqProcesses + cpu < kProcesses; ++cpu)
+      priority_.push_back(priority_[cpu * 3 + 2]);
     // d-1 change points among the first k events; at the i-th, the running process drops to
     // priority d-1-i (below every initial priority).
     for (unsigned i = 1; i < depth; ++i)

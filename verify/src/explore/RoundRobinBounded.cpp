@@ -15,6 +15,11 @@ namespace {
 
 using namespace detail;
 
+// A timer interrupt: a preemption, or one that runs its handler's guest code (both deviations).
+bool isTimerInterrupt(const sim::EventChoice &e) {
+  return e.kind == sim::EventKind::Preempt || e.kind == sim::EventKind::Irq;
+}
+
 // Round robin over the CPUs and the patcher (never choosing a timer preemption), with the answers
 // at some decisions overridden; records the alternatives an explorer may try at every decision
 // from `recordFrom` on: timer preemptions when `preemptions`, other enabled events otherwise.
@@ -42,7 +47,7 @@ protected:
     for (unsigned d = 1; d <= actors && base == point.options; ++d) {
       const unsigned actor = (lastActor_ + d) % actors;
       for (std::uint32_t i = 0; i < point.options; ++i)
-        if (actorOf(point.events[i]) == actor && point.events[i].kind != sim::EventKind::Preempt) {
+        if (actorOf(point.events[i]) == actor && !isTimerInterrupt(point.events[i])) {
           base = i;
           break;
         }
@@ -51,7 +56,7 @@ protected:
       base = 0; // only preemptions are enabled
     if (index >= recordFrom_)
       for (std::uint32_t i = 0; i < point.options; ++i) {
-        const bool preempt = point.events[i].kind == sim::EventKind::Preempt;
+        const bool preempt = isTimerInterrupt(point.events[i]);
         if (i != base && preempt == preemptions_)
           alternatives_.push_back({index, i});
       }

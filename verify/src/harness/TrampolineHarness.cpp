@@ -17,6 +17,9 @@ using namespace ftsim::kernel;
 namespace {
 
 constexpr const char *kTracedFunction = "posix_cpu_timer_set";
+// The guest's timer interrupt handler (corpora/guest/kernel/irq/handler.c): it calls
+// kTracedFunction in hardirq context, then in its softirq part with interrupts on.
+constexpr const char *kTimerHandler = "ftsim_timer_interrupt";
 
 } // namespace
 
@@ -33,9 +36,20 @@ TrampolineHarness::TrampolineHarness(Scenario scenario, std::string imagePath)
 
 TrampolineHarness::~TrampolineHarness() = default;
 
+// Timer interrupts run the guest's handler (sim/README.md, "Interrupt context") where the
+// variant is about what interrupt context reaches: the list function's walk, non-preemptible, is
+// delayed by a handler on top of the reader (ops-uaf-no-sync); a handler on top of the idle task
+// is the only caller of the traced function (irq-tramp-free).
+bool TrampolineHarness::runsTimerHandler() const {
+  return scenario_.preemption && (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync ||
+                                  scenario_.trampoline.variant == TrampolineVariant::IrqTrampFree);
+}
+
 bool TrampolineHarness::sleepsUntilCall() const {
   if (scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync)
     return false;
+  if (scenario_.trampoline.variant == TrampolineVariant::IrqTrampFree)
+    return true; // only an interrupt calls the function: the unregistration waits for one
   // By default only where the next call does not follow the grace period at once (ppc32).
   return scenario_.trampoline.sleepUntilCall.value_or(!arch().nextCallFollowsGracePeriod());
 }
@@ -62,6 +76,9 @@ void TrampolineHarness::setUp(bool withPatcher) {
   if (spec.variant == TrampolineVariant::IdleTrampFree) {
     // CPU 1 runs only its idle task, whose loop calls the traced function.
     kernel.addIdleWorkload("timers", 1, 1);
+  } else if (spec.variant == TrampolineVariant::IrqTrampFree) {
+    // CPU 1 runs only its idle task, whose loop calls nothing traced: the timer interrupt does.
+    kernel.addIdleWorkload("idle", 1, 1);
   } else {
     kernel.addWorkload("timers", 1, 1);
     kernel.addWorkload("timers", 1, 2);
@@ -73,6 +90,12 @@ void TrampolineHarness::setUp(bool withPatcher) {
         [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {},
         model::OpsFlag::Dynamic));
     kernel.core().setFilter(*ops_.back(), kTracedFunction, true);
+  }
+  if (runsTimerHandler()) {
+    const arch::ImageSymbol *handler = kernel.image().findSymbol(kTimerHandler);
+    if (!handler)
+      fatal("{}: no {} for the timer interrupt to run", kernel.image().name, kTimerHandler);
+    kernel.machine().setTimerHandler(handler->addr);
   }
   const arch::ImageSymbol *traced = kernel.image().findSymbol(kTracedFunction);
   if (!traced)
@@ -88,7 +111,7 @@ void TrampolineHarness::setUp(bool withPatcher) {
     for (auto &op : ops_)
       k.core().registerFunction(*op);
     // The tasks call through it for a while: an RCU-tasks grace period; for the list function
-    // case schedule_on_each_cpu(), which a preempted reader does not hold up.
+    // case schedule_on_each_cpu().
     if (uaf)
       k.machine().scheduleOnEachCpu();
     else
@@ -96,8 +119,18 @@ void TrampolineHarness::setUp(bool withPatcher) {
     // Then, optionally, sleep (one no-op publication at a time, the tasks running meanwhile)
     // until a task calls the function again, so the unregistration races a call that is inside
     // the trampoline. (How soon a call follows the end of the grace period depends on the ISA's
-    // code: on ppc32 the next call comes too late for the round-robin schedule otherwise.)
-    sleepUntilCall(k, sleep);
+    // code: on ppc32 the next call comes too late for the round-robin schedule otherwise.) For
+    // the list function: until a task has read ftrace_ops_list, so the unregistration races a
+    // walk in progress on another CPU, as in 0e792b89e680's report.
+    const std::uint64_t read = k.trampolines().listFuncTrap;
+    if (uaf)
+      sleepUntil(k, [read](const sim::EventRecord &e) {
+        return e.outcome == sim::StepOutcome::Hypercall && e.detail == read;
+      });
+    else if (sleep)
+      sleepUntil(k, [this](const sim::EventRecord &e) {
+        return e.kind == sim::EventKind::Step && e.pc == site_;
+      });
     for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
       k.core().unregisterFunction(**it);
       k.freeOps(**it); // the owner's kfree()
@@ -105,17 +138,17 @@ void TrampolineHarness::setUp(bool withPatcher) {
   });
 }
 
-// Sleep (one no-op publication at a time, the tasks running meanwhile) until a task calls the
-// traced function.
-void TrampolineHarness::sleepUntilCall(Kernel &k, bool sleep) const {
+// Sleep (one no-op publication at a time, the tasks running meanwhile) until an event the
+// predicate accepts has run.
+void TrampolineHarness::sleepUntil(
+    Kernel &k, const std::function<bool(const sim::EventRecord &)> &seen) const {
   std::uint64_t scanned = k.now();
-  for (int i = 0; sleep && i < 100000; ++i) {
-    bool called = false;
+  for (int i = 0; i < 100000; ++i) {
+    bool found = false;
     const auto events = k.machine().events();
     for (; scanned < events.size(); ++scanned)
-      called =
-          called || (events[scanned].kind == sim::EventKind::Step && events[scanned].pc == site_);
-    if (called)
+      found = found || seen(events[scanned]);
+    if (found)
       break;
     k.machine().publish("sleep", [] {});
   }
@@ -136,6 +169,11 @@ void TrampolineHarness::annotateTrampolineVisits() {
   for (const sim::EventRecord &e : machine().events()) {
     if (e.kind == sim::EventKind::Preempt)
       annotateEvent(e.index, "timer preemption: not a quiescent state");
+    if (e.kind == sim::EventKind::Irq)
+      annotateEvent(e.index,
+                    fmt::format("timer interrupt: {} runs on top of the task", kTimerHandler));
+    if (e.outcome == sim::StepOutcome::IrqReturn)
+      annotateEvent(e.index, "back from the interrupt (iret): the task resumes");
     if (e.kind != sim::EventKind::Step && e.kind != sim::EventKind::Run)
       continue;
     bool now = false;
@@ -154,15 +192,27 @@ OracleList TrampolineHarness::kindOracles() const {
 }
 
 std::string TrampolineHarness::describeSetup() const {
-  const bool idle = scenario_.trampoline.variant == TrampolineVariant::IdleTrampFree;
+  const TrampolineVariant v = scenario_.trampoline.variant;
   return fmt::format(
-      "{} CPUs (patcher on cpu0), {} x 16 calls, fast mode quantum 64 "
-      "(trampolines and patched sites stepped per instruction){}",
+      "{} CPUs (patcher on cpu0), {}, fast mode quantum 64 "
+      "(trampolines and patched sites stepped per instruction){}{}{}",
       scenario_.cpus,
-      idle ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
-             "does not wait for it)"
-           : "2 tasks on cpu1",
-      sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "");
+      v == TrampolineVariant::IdleTrampFree
+          ? "cpu1's idle task only (preempt count 1, schedules after every 4th call; RCU-tasks "
+            "does not wait for it) x 16 calls"
+      : v == TrampolineVariant::IrqTrampFree
+          ? "cpu1's idle task only (no traced call of its own, idles 16 times; RCU-tasks does not "
+            "wait for it), the traced function called by the timer interrupt's handler"
+          : "2 tasks on cpu1 x 16 calls",
+      sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "",
+      scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync
+          ? "; after the grace period the patcher sleeps until a task has read ftrace_ops_list"
+          : "",
+      runsTimerHandler()
+          ? fmt::format("; a timer interrupt runs {} (one call with interrupts off, then one in "
+                        "its softirq part with interrupts on)",
+                        kTimerHandler)
+          : "");
 }
 
 } // namespace ftsim::verify

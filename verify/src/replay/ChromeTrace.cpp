@@ -52,6 +52,9 @@ std::string describeEvent(const Harness &harness, const sim::EventRecord &e, Jso
   case sim::EventKind::Preempt:
     args["pc"] = symbol(e.pc);
     return "timer preemption";
+  case sim::EventKind::Irq:
+    args["pc"] = symbol(e.pc);
+    return "timer interrupt (handler)";
   default:
     args["pc"] = fmt::format("{:#x}", e.pc);
     if (e.outcome != sim::StepOutcome::None)

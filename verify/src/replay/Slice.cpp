@@ -66,7 +66,8 @@ bool relevant(const Harness &h, const sim::Machine &m, const Involved &in,
     return false;
   if (e.index > in.event) // after it: how each involved task ended
     return e.outcome == sim::StepOutcome::Fault || e.outcome == sim::StepOutcome::Exit;
-  if (e.kind == sim::EventKind::Ipi || e.kind == sim::EventKind::Preempt)
+  if (e.kind == sim::EventKind::Ipi || e.kind == sim::EventKind::Preempt ||
+      e.kind == sim::EventKind::Irq)
     return true;
   if (e.fetchSize && in.sites.count(siteKey(h, e.fetchAddr)))
     return true;

@@ -17,7 +17,8 @@ namespace {
 
 bool serialises(const sim::EventRecord &e) {
   return e.kind == sim::EventKind::Ipi || e.kind == sim::EventKind::Preempt ||
-         e.outcome == sim::StepOutcome::Serialised || e.outcome == sim::StepOutcome::TrapHandled;
+         e.outcome == sim::StepOutcome::Serialised || e.outcome == sim::StepOutcome::TrapHandled ||
+         e.outcome == sim::StepOutcome::IrqReturn;
 }
 
 // The byte a store wrote at `addr`, if it covers it (and its bytes hold it).

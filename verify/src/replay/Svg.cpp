@@ -86,6 +86,7 @@ Style styleOf(const sim::EventRecord &e, bool violating) {
   case sim::EventKind::Ipi:
     return {"#dcf7f3", "#2c7a7b"};
   case sim::EventKind::Preempt:
+  case sim::EventKind::Irq:
     return {"#fff0d9", "#c05621"};
   default:
     return {"#e6f4ea", "#2f855a"};
@@ -108,6 +109,8 @@ std::pair<std::string, std::string> label(const Harness &h, const sim::EventReco
     return {"IPI taken (sync)", fmt::format("at {}", h.symbol(e.pc))};
   case sim::EventKind::Preempt:
     return {e.detail == 1 ? "timer irq-return" : "timer preemption", h.symbol(e.pc)};
+  case sim::EventKind::Irq:
+    return {"timer interrupt (handler)", h.symbol(e.pc)};
   default:
     break;
   }

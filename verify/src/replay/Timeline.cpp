@@ -46,6 +46,7 @@ std::string describeEvent(const Harness &h, const sim::Machine &machine,
   case sim::EventKind::FetchLine:
   case sim::EventKind::Ipi:
   case sim::EventKind::Preempt:
+  case sim::EventKind::Irq:
     out += fmt::format(" at {}", h.symbol(e.pc));
     break;
   case sim::EventKind::Store:

@@ -231,6 +231,8 @@ std::string_view trampolineVariantName(TrampolineVariant v) {
     return "ops-uaf-no-sync";
   case TrampolineVariant::IdleTrampFree:
     return "idle-tramp-free";
+  case TrampolineVariant::IrqTrampFree:
+    return "irq-tramp-free";
   }
   return "?";
 }

@@ -162,9 +162,11 @@ void parseTrampoline(const toml::table &table, const std::string &origin, Trampo
       t.variant = TrampolineVariant::OpsUafNoSync;
     else if (*v == "idle-tramp-free")
       t.variant = TrampolineVariant::IdleTrampFree;
+    else if (*v == "irq-tramp-free")
+      t.variant = TrampolineVariant::IrqTrampFree;
     else
       fatal("{}: trampoline.variant = '{}' (known: tramp-free-preempted, ops-uaf-no-sync, "
-            "idle-tramp-free)",
+            "idle-tramp-free, irq-tramp-free)",
             origin, *v);
   }
   if (auto v = r.string("free"))

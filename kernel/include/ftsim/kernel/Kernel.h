@@ -210,6 +210,7 @@ public:
   std::uint64_t symbolAddress(std::string_view name) const;          // FatalError when unknown
   std::string symbolName(std::uint64_t addr, bool withOffset) const; // %ps / %pS
   model::TraceContext contextOf(const arch::GuestContext &cpu) const;
+  model::ContextLevel contextLevel(const arch::GuestContext &cpu) const;
 
 private:
   struct ReturnFrame {
@@ -277,7 +278,9 @@ private:
     std::uint64_t event;
     std::vector<model::FtraceOps *> list;
   };
-  std::map<std::int64_t, ListRead> listReads_; // per task: the ops list its list function read
+  // Per task: the ops lists its list functions read, innermost last (a timer interrupt's handler
+  // can run the list function on top of the task's own, between its read and its walk).
+  std::map<std::int64_t, std::vector<ListRead>> listReads_;
   std::map<const model::FtraceOps *, std::uint64_t> freedOps_; // -> event of the free
   std::vector<OpsUseAfterFree> opsUseAfterFree_;
   std::vector<OpMismatch> opMismatches_;

@@ -18,6 +18,8 @@ enum class EventKind : std::uint8_t {
   Ipi,       // an IPI of syncCores() is taken by one CPU at an instruction boundary (serialises)
   Preempt,   // a timer interrupt: preempts the running task, or inside a non-preemptible region
              // returns to it (NOT a quiescent state; serialises)
+  Irq,       // a timer interrupt whose handler runs guest code (Machine::setTimerHandler): the CPU
+             // saves the interrupted context and enters the handler with interrupts off
   Store,     // the patcher performs one atomic store into text
   Publish,   // the patcher publishes engine state that guest-side handlers read
   // Notes: host actions recorded in the log without a scheduling decision.
@@ -39,6 +41,8 @@ enum class StepOutcome : std::uint8_t {
   WatchedStop, // fast mode: a Run stopped before watched code or after a watched data access
   UserEnter,   // ftsim_hc_user_enter: the task went to user mode and stays there (quiescent)
   KernelEntry, // ftsim_hc_kernel_entry: back in the kernel; detail = 1 when a deferred sync ran
+  IrqReturn,   // ftsim_hc_irq_return: the interrupt handler returned; the interrupted context is
+               // restored (iret / rfi: serialises); detail = the pc it resumes at
 };
 
 // One enabled event offered to the Scheduler.
@@ -65,6 +69,7 @@ struct EventRecord {
   std::uint64_t pcAfter = 0; // Step/Run: pc after
   std::uint64_t detail = 0;  // Exit: result; TrapHandled: trap address; Publish: name id;
                              // Preempt: 1 when the interrupt returned to the same task;
+                             // Irq: the handler's entry; IrqReturn: the pc resumed at;
                              // Alloc/Free: size
   std::uint64_t fetchAddr = 0;
   std::uint64_t storeAddr = 0;

@@ -42,6 +42,7 @@ enum class GuestHypercall : std::uint8_t {
   // A stay in user mode as two events, so that a patcher can act while the CPU is there:
   UserEnter,   // ct_user_enter(): the CPU runs user code from here on (quiescent)
   KernelEntry, // the next kernel entry (ct_user_exit()): a sync deferred meanwhile runs here
+  IrqReturn,   // the end of a timer interrupt's handler: back to the interrupted context (iret)
 };
 
 // Where the patcher is.
@@ -152,6 +153,9 @@ public:
   bool interruptsEnabled(unsigned cpu) const;
   std::uint32_t preemptCount(unsigned cpu) const;
   bool preemptible(unsigned cpu) const;
+  // Whether `cpu` runs a timer interrupt's handler on top of its task (between an Irq event and
+  // the handler's return).
+  bool inInterrupt(unsigned cpu) const;
   // What `cpu` would fetch now from its instruction view (not a fetch: no event, no decision).
   arch::Bytes viewBytes(unsigned cpu, std::uint64_t addr, std::size_t size) const;
 
@@ -191,6 +195,13 @@ public:
   // (interruptsEnabled() above says both); the IPI stays pending. Cleared at construction and by
   // restore() of an earlier state.
   void setInterruptsEnabled(unsigned cpu, bool enabled);
+  // --- Interrupt context (sim/README.md "Interrupt context"): with a timer handler set and
+  // MachineConfig::preemption, an `Irq` event may interrupt a task wherever it has interrupts on
+  // (also inside a non-preemptible region): the machine saves the task's registers, enters
+  // `entry` on the task's stack with interrupts off and the ftsim_hc_irq_return stub as return
+  // address; the stub restores the saved registers. Configuration, not part of a snapshot; 0
+  // turns it off. FatalError when `entry` is not text or the stub is not bound.
+  void setTimerHandler(std::uint64_t entry);
   void setTrapHandler(arch::TrapHandler handler) override;
   void setHypercall(std::uint64_t stubAddress, arch::Hypercall callback) override;
 

@@ -25,6 +25,12 @@
 // trampoline while the idle task may be on it; ftrace's synchronize_rcu_tasks_rude() first
 // (free = "rcu-tasks") waits for the idle loop to schedule.
 //
+// irq-tramp-free: CPU 1 runs only its idle task, whose loop (workload_idle) runs no traced code;
+// the traced function is called only by the timer interrupt's handler (ftsim_timer_interrupt, on
+// top of the idle task: once in hardirq context, once in its softirq part with interrupts on).
+// The patcher sleeps until the handler calls it, then unregisters and frees the trampoline.
+// synchronize_rcu_tasks() alone frees it under the softirq; the rude flavour first waits for it.
+//
 // Explored by default with the rr-bounded explorer (Explore.h): every schedule that deviates from
 // round robin at most `bounds.preemptions` times — by a timer preemption when the scenario has
 // preemption, else by running another enabled event.
@@ -60,10 +66,13 @@ public:
   // Whether the patcher sleeps after the grace period until the traced function runs again (the
   // scenario's sleep_until_call, or the ISA's default).
   bool sleepsUntilCall() const;
+  // Whether timer interrupts run the guest's handler (sim::Machine::setTimerHandler).
+  bool runsTimerHandler() const;
 
 private:
   void setUp(bool withPatcher);
-  void sleepUntilCall(::ftsim::kernel::Kernel &k, bool sleep) const;
+  void sleepUntil(::ftsim::kernel::Kernel &k,
+                  const std::function<bool(const sim::EventRecord &)> &seen) const;
 
   void annotateTrampolineVisits();
 

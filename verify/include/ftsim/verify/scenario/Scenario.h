@@ -87,7 +87,8 @@
 //   kind = "trampoline"
 //   image = "x86_64-fentry"
 //   [trampoline]
-//   variant = "tramp-free-preempted"   # tramp-free-preempted | ops-uaf-no-sync | idle-tramp-free
+//   variant = "tramp-free-preempted"   # tramp-free-preempted | ops-uaf-no-sync | idle-tramp-free |
+//                                      # irq-tramp-free
 //   free = "rcu-tasks"                 # immediate | sched-sync | rcu-tasks | rude |
 //   rcu-tasks-classic sync_when_unchanged = true         # false: before 0e792b89e680
 //   sleep_until_call = true            # default: the ISA's (on for ppc32)
@@ -169,7 +170,7 @@ struct EngineSpec {
   bool operator==(const EngineSpec &) const = default;
 };
 
-enum class TrampolineVariant { TrampFreePreempted, OpsUafNoSync, IdleTrampFree };
+enum class TrampolineVariant { TrampFreePreempted, OpsUafNoSync, IdleTrampFree, IrqTrampFree };
 std::string_view trampolineVariantName(TrampolineVariant v); // "tramp-free-preempted", ...
 
 struct TrampolineSpec {
