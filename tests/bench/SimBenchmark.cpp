@@ -1,7 +1,9 @@
-// ftsim_bench_sim: aggregate guest instructions per second of the simulator, next to raw Unicorn
-// single-stepping (uc_emu_start count=1 in a loop) of the same guest code measured in the same
-// process. The ratio `vs_raw` = simulator rate / raw rate; goals (issue 3): >= 0.5 at instruction
-// granularity with every check on, and > 1 in fast mode.
+// ftsim_bench_sim: aggregate guest instructions per second of the simulator, next to three runs of
+// the same guest code by bare Unicorn measured in the same process: single-stepping
+// (uc_emu_start count=1 in a loop), one counted run (count = the task's instructions: Unicorn's
+// per-instruction count hook) and one free run (count 0, stopped by the exit stub's int3). The
+// ratios: `vs_raw` = simulator rate / single-step rate (instruction granularity's yardstick),
+// `vs_counted` and `vs_free` (fast mode's).
 //
 // Guest: per CPU one task running `ecx = N; do { rax += rcx; } while (--ecx);` (3 instructions
 // per iteration) at the x86-64 kernel text address, returning into the exit hypercall.
@@ -59,48 +61,81 @@ std::vector<std::uint8_t> guestText() {
   return text;
 }
 
-// Raw Unicorn: one engine, the same code, one instruction per uc_emu_start, reading rip between
-// steps (what any stepping loop must do), until the task returns into the exit stub.
-double rawStepRate() {
-  static const double rate = [] {
-    uc_engine *uc = nullptr;
-    sim::openUnicorn(UC_ARCH_X86, UC_MODE_64, &uc); // as the machine opens its engines
-    std::vector<std::uint8_t> text = guestText();
-    auto *mem = static_cast<std::uint8_t *>(std::aligned_alloc(4096, text.size()));
-    std::memcpy(mem, text.data(), text.size());
-    uc_mem_map_ptr(uc, kText, text.size(), UC_PROT_READ | UC_PROT_EXEC, mem);
-    auto *stack = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 0x4000));
-    uc_mem_map_ptr(uc, 0xffffffffc0000000ull, 0x4000, UC_PROT_READ | UC_PROT_WRITE, stack);
-    std::uint64_t instructions = 0;
-    const double start = threadSeconds();
-    double elapsed = 0;
-    while (elapsed < 0.5) {
-      std::uint64_t rsp = 0xffffffffc0000000ull + 0x3ff0, rip = kLoop;
-      std::uint64_t ret = kHcExit;
-      uc_mem_write(uc, rsp, &ret, sizeof ret);
-      uc_reg_write(uc, UC_X86_REG_RSP, &rsp);
+enum class Raw { Step, Counted, Free };
+
+// Raw Unicorn: one engine, the same code, run until the task returns into the exit stub: one
+// instruction per uc_emu_start reading rip between steps (what any stepping loop must do), one
+// uc_emu_start with the task's instruction count, or one with no count.
+double rawRate(Raw how) {
+  uc_engine *uc = nullptr;
+  sim::openUnicorn(UC_ARCH_X86, UC_MODE_64, &uc); // as the machine opens its engines
+  std::vector<std::uint8_t> text = guestText();
+  auto *mem = static_cast<std::uint8_t *>(std::aligned_alloc(4096, text.size()));
+  std::memcpy(mem, text.data(), text.size());
+  uc_mem_map_ptr(uc, kText, text.size(), UC_PROT_READ | UC_PROT_EXEC, mem);
+  auto *stack = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 0x4000));
+  uc_mem_map_ptr(uc, 0xffffffffc0000000ull, 0x4000, UC_PROT_READ | UC_PROT_WRITE, stack);
+  std::uint64_t instructions = 0;
+  const double start = threadSeconds();
+  double elapsed = 0;
+  while (elapsed < 0.5) {
+    std::uint64_t rsp = 0xffffffffc0000000ull + 0x3ff0, rip = kLoop;
+    std::uint64_t ret = kHcExit;
+    uc_mem_write(uc, rsp, &ret, sizeof ret);
+    uc_reg_write(uc, UC_X86_REG_RSP, &rsp);
+    if (how == Raw::Step) {
       while (rip != kHcExit) {
         uc_emu_start(uc, rip, 0x8000000000000001ull, 0, 1);
         uc_reg_read(uc, UC_X86_REG_RIP, &rip);
         ++instructions;
       }
-      elapsed = threadSeconds() - start;
+    } else {
+      // Up to the exit stub's int3, which ends the run (no interrupt hook: an exception).
+      uc_emu_start(uc, rip, 0x8000000000000001ull, 0,
+                   how == Raw::Counted ? kInstructionsPerTask - 1 : 0);
+      uc_reg_read(uc, UC_X86_REG_RIP, &rip);
+      if (rip != kHcExit && rip != kHcExit + 1)
+        return 0; // the benchmarks report a zero rate: the run did not reach the exit stub
+      instructions += kInstructionsPerTask - 1;
     }
-    uc_close(uc);
-    std::free(mem);
-    std::free(stack);
-    return static_cast<double>(instructions) / elapsed;
-  }();
+    elapsed = threadSeconds() - start;
+  }
+  uc_close(uc);
+  std::free(mem);
+  std::free(stack);
+  return static_cast<double>(instructions) / elapsed;
+}
+
+double rawStepRate() {
+  static const double rate = rawRate(Raw::Step);
+  return rate;
+}
+double rawCountedRate() {
+  static const double rate = rawRate(Raw::Counted);
+  return rate;
+}
+double rawFreeRate() {
+  static const double rate = rawRate(Raw::Free);
   return rate;
 }
 
-void BM_RawUnicornSingleStep(benchmark::State &state) {
+void BM_RawUnicorn(benchmark::State &state, Raw how) {
   double rate = 0;
   for (auto _ : state)
-    rate = rawStepRate();
+    rate = how == Raw::Step      ? rawStepRate()
+           : how == Raw::Counted ? rawCountedRate()
+                                 : rawFreeRate();
+  if (rate == 0)
+    state.SkipWithError("the raw run did not reach the exit stub");
   state.counters["instr/s"] = rate;
 }
-BENCHMARK(BM_RawUnicornSingleStep)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RawUnicorn, single_step, Raw::Step)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RawUnicorn, counted_run, Raw::Counted)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RawUnicorn, free_run, Raw::Free)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // The simulator: `cpus` CPUs with one task each, round-robin at instruction granularity (every
 // instruction one event: enabled-set computation, a scheduling decision, a logged EventRecord,
@@ -138,6 +173,10 @@ void runSim(benchmark::State &state, unsigned quantum) {
   state.counters["instr/s"] = rate;
   state.counters["raw_instr/s"] = rawStepRate();
   state.counters["vs_raw"] = rate / rawStepRate();
+  if (quantum > 1) {
+    state.counters["vs_counted"] = rate / rawCountedRate();
+    state.counters["vs_free"] = rate / rawFreeRate();
+  }
 }
 
 void BM_SimInstructionGranular(benchmark::State &state) { runSim(state, 1); }
