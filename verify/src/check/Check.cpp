@@ -38,6 +38,15 @@ std::string splitLine(const ExploreStats &st) {
   return out + "\n";
 }
 
+// What state hashing did (VisibleSearch.h); "" when nothing was hashed.
+std::string hashingLine(const ExploreStats &st) {
+  if (st.hashedStates == 0)
+    return {};
+  return fmt::format("  state hashing: {} subtree roots hashed, {} executions stopped at a root "
+                     "expanded before\n",
+                     st.hashedStates, st.revisits);
+}
+
 } // namespace
 
 ExploreOptions exploreOptionsFor(const Scenario &s) {
@@ -101,6 +110,7 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
                        st.executions, st.executions - st.sleepBlocked - st.eventLimitHits,
                        st.sleepBlocked, st.eventLimitHits, st.pruned, st.boundCuts,
                        st.distinctStates, st.seconds, st.executions / std::max(st.seconds, 1e-9));
+    out += hashingLine(st);
     out += splitLine(st);
     return out;
   }
@@ -121,6 +131,7 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
   out += fmt::format("  linux: {}\n", describeScenarioProfile(h.scenario()));
   out += fmt::format("after {} executions ({} violating): {}, {:.2f} s\n", st.executions,
                      r.result.violatingExecutions, r.coverage, st.seconds);
+  out += hashingLine(st);
   out += splitLine(st);
   return out;
 }
@@ -152,6 +163,8 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
                 {"bound_cuts", st.boundCuts},
                 {"event_limit_hits", st.eventLimitHits},
                 {"distinct_states", st.distinctStates},
+                {"hashed_states", st.hashedStates},
+                {"revisits", st.revisits},
                 {"decisions", st.decisions},
                 {"events", st.events},
                 {"max_events", st.maxEvents},

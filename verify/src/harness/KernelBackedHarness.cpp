@@ -91,4 +91,20 @@ std::uint64_t KernelBackedHarness::finalStateHash() const {
   return h;
 }
 
+std::optional<std::uint64_t> KernelBackedHarness::midStateHash() const {
+  const sim::Machine &m = machine();
+  std::uint64_t h = m.stateHash();
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  std::uint64_t patcherEvents = 0;
+  for (const sim::EventRecord &e : m.events())
+    patcherEvents += e.kind == sim::EventKind::Store || e.kind == sim::EventKind::Publish;
+  mix(patcherEvents);
+  mix(m.eventCount()); // the guest's clock (Kernel::now)
+  mix(kernel_->hostStateHash());
+  for (const std::string &f : kernel_->livePatchingFindings())
+    mix(std::hash<std::string>{}(f));
+  mix(historyHash());
+  return h;
+}
+
 } // namespace ftsim::verify

@@ -150,6 +150,7 @@ void KernelHarness::runOperations(Kernel &k) {
   };
   for (const EngineStep &step : scenario_.engine.steps) {
     const std::uint64_t begin = k.now();
+    openOp_ = begin;
     try {
       model::FtraceOps *ops = nullptr;
       if (step.op != EngineOpKind::Tracer)
@@ -161,6 +162,7 @@ void KernelHarness::runOperations(Kernel &k) {
       notes_.push_back(fmt::format("{}: errno {}: {}", step.describe(), e.errnoValue(), e.what()));
     }
     intervals_.push_back({begin, k.now(), step.describe()});
+    openOp_.reset();
     states_.push_back(captureState(k, slots_));
     engineCheck("after " + step.describe());
   }
@@ -174,6 +176,7 @@ sim::RunResult KernelHarness::runExecution(sim::Scheduler &scheduler,
   intervals_.clear();
   engineChecks_.clear();
   notes_.clear();
+  openOp_.reset();
   if (auto bad = checkEngineState(k, scenario_.engine.opsTrampolines))
     engineChecks_.push_back({k.now(), "after boot: " + *bad});
   k.watchPatchSites();
@@ -197,6 +200,52 @@ std::uint64_t KernelHarness::extraState() const {
   for (const OpsSlot &slot : slots_)
     calls = calls * 31 + slot.calls.size();
   return calls;
+}
+
+// What the oracles (KernelOracles.cpp) will read of the history: per task, in order, its site
+// executions and its ops calls, each with where the engine's operations were when it happened (the
+// trace-completeness oracle judges a call by the engine states between its site execution and its
+// callback, and a site execution by the calls up to the task's next one); the engine checks and
+// notes so far. Event indices are left out: two schedules that order different tasks' events
+// differently reach the same hash when each task's own history is the same.
+std::uint64_t KernelHarness::historyHash() const {
+  auto position = [&](std::uint64_t event) -> std::uint64_t {
+    for (std::size_t i = 0; i < intervals_.size(); ++i) {
+      if (event < intervals_[i].begin)
+        return 2 * i;
+      if (event < intervals_[i].end)
+        return 2 * i + 1;
+    }
+    return 2 * intervals_.size() + (openOp_ && event >= *openOp_ ? 1 : 0);
+  };
+  struct Entry {
+    std::uint64_t event, what, ip;
+  };
+  std::map<int, std::vector<Entry>> byTask;
+  for (const SiteExecution &se : kernel_->siteExecutions())
+    byTask[se.task].push_back({se.event, 0, se.ip});
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    for (const OpsCall &c : slots_[i].calls)
+      byTask[c.task].push_back({c.event, i + 1, c.ip});
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  for (auto &[task, entries] : byTask) {
+    std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+      return a.event < b.event || (a.event == b.event && a.what < b.what);
+    });
+    mix(static_cast<std::uint64_t>(task));
+    for (const Entry &e : entries) {
+      mix(e.what);
+      mix(e.ip);
+      mix(position(e.event));
+    }
+  }
+  for (const EngineCheck &c : engineChecks_)
+    mix(std::hash<std::string>{}(c.message));
+  for (const std::string &n : notes_)
+    mix(std::hash<std::string>{}(n));
+  mix(states_.size());
+  return h;
 }
 
 std::string KernelHarness::describeSetup() const {

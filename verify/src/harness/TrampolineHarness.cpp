@@ -121,6 +121,21 @@ void TrampolineHarness::sleepUntilCall(Kernel &k, bool sleep) const {
   }
 }
 
+// The patcher sleeping in sleepUntilCall() wakes when a task called the traced function since it
+// last looked, right after its last event: whether one did is the only history it reads. The
+// use-after-free records are in the kernel's hostStateHash().
+std::uint64_t TrampolineHarness::historyHash() const {
+  const auto events = machine().events();
+  bool called = false;
+  for (std::size_t i = events.size(); i-- > 0;) {
+    const sim::EventRecord &e = events[i];
+    if (e.kind == sim::EventKind::Store || e.kind == sim::EventKind::Publish)
+      break;
+    called = called || (e.kind == sim::EventKind::Step && e.pc == site_);
+  }
+  return called ? 1 : 0;
+}
+
 sim::RunResult TrampolineHarness::runExecution(sim::Scheduler &scheduler,
                                                const std::function<bool()> &stop) {
   setUp(true);

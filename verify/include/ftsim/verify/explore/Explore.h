@@ -65,10 +65,14 @@ struct ExploreStats {
   std::uint64_t boundCuts = 0;      // alternatives not explored because of the preemption bound
   std::uint64_t eventLimitHits = 0; // executions cut by the scenario's max_events
   std::uint64_t distinctStates = 0; // distinct final states (Harness::finalStateHash)
-  std::uint64_t decisions = 0;      // decisions answered, over all executions
-  std::uint64_t events = 0;         // events executed, over all executions
-  std::uint64_t maxEvents = 0;      // the longest execution
-  unsigned maxPreemptions = 0;      // the most preemptions in one execution
+  // The engine-level search (VisibleSearch.h): subtree roots hashed, and executions stopped at a
+  // root expanded before with at least as many deviations left.
+  std::uint64_t hashedStates = 0;
+  std::uint64_t revisits = 0;
+  std::uint64_t decisions = 0; // decisions answered, over all executions
+  std::uint64_t events = 0;    // events executed, over all executions
+  std::uint64_t maxEvents = 0; // the longest execution
+  unsigned maxPreemptions = 0; // the most preemptions in one execution
   bool complete = false; // exhaustive: every schedule in the bounds was covered (no budget hit)
   double seconds = 0;    // wall clock; printed only in human summaries
   // A split tree (Subtrees.h): its subtrees, the frontier depth, and how many subtrees came from
@@ -109,6 +113,9 @@ struct ExploreOptions {
   std::uint64_t maxExecutions = 200000; // exhaustive/rr-bounded budget; pct/random: the runs
   std::uint64_t seed = 1;
   unsigned pctDepth = 3;
+  // exhaustive on the engine-level kinds (VisibleSearch.h): prune subtrees whose root state was
+  // expanded before; false searches every schedule in the bounds (to measure the hashing).
+  bool stateHashing = true;
   bool stopAtFirst = true; // stop at the first violating execution
   // > 0: stop (incomplete) once this much wall time has passed without a violation.
   double wallSeconds = 0;

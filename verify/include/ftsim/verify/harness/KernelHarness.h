@@ -28,6 +28,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -93,12 +94,14 @@ private:
   void boot();
   void runOperations(::ftsim::kernel::Kernel &k);
   std::uint64_t extraState() const override;
+  std::uint64_t historyHash() const override;
 
   std::vector<OpsSlot> slots_;
   std::vector<EngineState> states_;
   std::vector<OpInterval> intervals_;
   std::vector<EngineCheck> engineChecks_;
   std::vector<std::string> notes_;
+  std::optional<std::uint64_t> openOp_; // the event the running engine operation began at
 };
 
 // The reference model of the records and the sites (engine-invariant above): the first

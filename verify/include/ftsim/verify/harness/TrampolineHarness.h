@@ -64,6 +64,7 @@ public:
 private:
   void setUp(bool withPatcher);
   void sleepUntilCall(::ftsim::kernel::Kernel &k, bool sleep) const;
+  std::uint64_t historyHash() const override;
 
   void annotateTrampolineVisits();
 
