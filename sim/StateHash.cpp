@@ -3,18 +3,21 @@
 //
 // Hashed: every CPU's scheduling state (current task, run queue, pending IPI, user mode, deferred
 // sync, interrupt and preempt state, switch count, the fetch model's per-CPU state) and the running
-// task's registers (Unicorn's context image); every task's state, result, registers while off-CPU
-// and quiescence marks; every text byte that is not the image's own (written by the patcher, freed,
-// or inside a watched site): its canonical value, every CPU's view of it and its flags; all data
-// memory (guest data and stacks); the watched sites; the findings; the patcher's machine-side state
-// (what it waits for, its pending store or publication, the grace period it started). Not hashed:
-// the log, the schedule and the event count (history, not state), and where the patcher's host
-// code is, which the machine cannot see (the harness adds it: Harness::midStateHash). Text outside
-// those bytes holds the image as loaded: every write after loading is the patcher's (kWritten) or a
-// free (kFreedByte).
+// task's registers (GuestAbi::stateRegs); every task's state, result, registers while off-CPU
+// (the same, from its saved context) and quiescence marks; every text byte that is not the image's
+// own (written by the patcher, freed, or inside a watched site): its canonical value, every CPU's
+// view of it and its flags; all data memory (guest data and stacks); the watched sites; the
+// findings; the patcher's machine-side state (what it waits for, its pending store or publication,
+// the grace period it started). Not hashed: the log, the schedule and the event count (history, not
+// state), and where the patcher's host code is, which the machine cannot see (the harness adds it:
+// Harness::midStateHash). Text outside those bytes holds the image as loaded: every write after
+// loading is the patcher's (kWritten) or a free (kFreedByte).
 
 #include "MachineImpl.h"
 
+#include <unicorn/unicorn.h>
+
+#include <algorithm>
 #include <cstring>
 
 namespace ftsim::sim {
@@ -27,9 +30,18 @@ public:
     h_ *= 0xff51afd7ed558ccdull;
     h_ ^= h_ >> 33;
   }
+  // Bulk bytes: four independent lanes (no dependency chain between them), folded at the end.
   void bytes(const std::uint8_t *p, std::size_t n) {
     word(n);
+    std::uint64_t lane[4] = {1, 2, 3, 4};
     std::size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+      for (int k = 0; k < 4; ++k) {
+        std::uint64_t v;
+        std::memcpy(&v, p + i + 8 * k, 8);
+        lane[k] = (lane[k] ^ v) * 0x9e3779b97f4a7c15ull;
+        lane[k] ^= lane[k] >> 29;
+      }
     for (; i + 8 <= n; i += 8) {
       std::uint64_t v;
       std::memcpy(&v, p + i, 8);
@@ -38,6 +50,8 @@ public:
     std::uint64_t tail = 0;
     std::memcpy(&tail, p + i, n - i);
     word(tail);
+    for (std::uint64_t l : lane)
+      word(l);
   }
   void bytes(const std::vector<std::uint8_t> &v) { bytes(v.data(), v.size()); }
   std::uint64_t value() const { return h_; }
@@ -51,7 +65,6 @@ private:
 std::uint64_t Machine::stateHash() const {
   Impl &m = *impl_;
   Mixer h;
-  std::vector<std::uint8_t> regs;
   for (unsigned c = 0; c < m.config.cpus; ++c) {
     const CpuState &cs = m.state.cpus[c];
     h.word(cs.pc);
@@ -69,10 +82,9 @@ std::uint64_t Machine::stateHash() const {
       h.word(granule);
       h.bytes(values);
     }
-    if (cs.current >= 0) {
-      m.saveRegs(c, regs);
-      h.bytes(regs);
-    }
+    if (cs.current >= 0)
+      for (int reg : m.abi.stateRegs)
+        h.word(m.readReg(c, reg));
   }
   for (std::size_t t = 0; t < m.state.tasks.size(); ++t) {
     const TaskRecord &task = m.state.tasks[t];
@@ -84,20 +96,52 @@ std::uint64_t Machine::stateHash() const {
     bool running = false;
     for (const CpuState &cs : m.state.cpus)
       running = running || cs.current == static_cast<int>(t);
-    if (!running)
-      h.bytes(task.regs);
+    if (!running && !task.regs.empty()) {
+      // Read out of its saved context through the CPU's scratch context (as loadRegs fills it).
+      uc_context *scratch = m.cpus[task.info.cpu].scratch;
+      std::memcpy(scratch, task.regs.data(), task.regs.size());
+      for (int reg : m.abi.stateRegs) {
+        std::uint64_t value = 0;
+        uc_context_reg_read(scratch, reg, &value);
+        h.word(value);
+      }
+    }
   }
   for (const TextRegion &r : m.text) {
     h.word(r.base);
     const std::uint8_t *flags = r.flags.get();
-    for (std::uint64_t i = 0; i < r.size; ++i) {
-      if (!flags[i])
+    // Flagged bytes lie in watched lines (sites and written text are watched) or in allocated
+    // trampoline memory (a free pokes poison and flags it); a line's flags are tested eight at a
+    // time, and a trampoline area (a watched megabyte of which a few lines are used) only up to
+    // its allocation mark.
+    for (std::uint64_t line = 0; line < r.size; line += kLineSize) {
+      const std::uint64_t addr = r.base + line;
+      // Trampoline memory past the allocation mark was never allocated, written or freed.
+      if (addr >= m.state.moduleNext && addr < m.config.moduleBase + m.config.moduleSize)
+        break;
+      const bool allocated = addr < m.state.moduleNext && addr + kLineSize > m.config.moduleBase;
+      if (!r.lineWatched[line / kLineSize] && !allocated)
         continue;
-      h.word(i | (std::uint64_t{flags[i]} << 56));
-      std::uint64_t bytes = r.canonical.get()[i];
-      for (const HostBuffer &v : r.views)
-        bytes = bytes << 8 | v.get()[i];
-      h.word(bytes);
+      const std::uint64_t end = std::min<std::uint64_t>(r.size, line + kLineSize);
+      std::uint64_t any = 0;
+      for (std::uint64_t i = line; i + 8 <= end; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, flags + i, 8);
+        any |= w;
+      }
+      for (std::uint64_t i = end - (end - line) % 8; i < end; ++i)
+        any |= flags[i];
+      if (!any)
+        continue;
+      for (std::uint64_t i = line; i < end; ++i) {
+        if (!flags[i])
+          continue;
+        h.word(i | (std::uint64_t{flags[i]} << 56));
+        std::uint64_t bytes = r.canonical.get()[i];
+        for (const HostBuffer &v : r.views)
+          bytes = bytes << 8 | v.get()[i];
+        h.word(bytes);
+      }
     }
     h.bytes(r.lineWatched);
   }
@@ -118,18 +162,33 @@ std::uint64_t Machine::stateHash() const {
   }
   h.word(m.state.storesDone);
   h.word(m.state.moduleNext);
+  // The patcher's fields as far as its state reads them (earlier executions leave the others).
   const PatcherRuntime &p = m.patcher;
   h.word(static_cast<std::uint64_t>(p.state) | (p.alive ? 0x100u : 0u));
-  h.word(p.storeAddr);
-  h.bytes(p.storeBytes.data(), p.storeBytes.size());
-  h.bytes(reinterpret_cast<const std::uint8_t *>(p.publishWhat.data()), p.publishWhat.size());
-  h.word(p.publishDataAddr);
-  h.word(p.publishDataSize | (p.publishDataWrite ? 0x100u : 0u));
-  h.word(p.spinAddr);
-  h.bytes(p.spinValue);
-  h.word(p.graceStart);
-  for (std::uint64_t s : p.switchesAtStart)
-    h.word(s);
+  switch (p.state) {
+  case PatcherState::Store:
+    h.word(p.storeAddr);
+    h.bytes(p.storeBytes.data(), p.storeBytes.size());
+    break;
+  case PatcherState::Publish:
+    h.bytes(reinterpret_cast<const std::uint8_t *>(p.publishWhat.data()), p.publishWhat.size());
+    h.word(p.publishDataAddr);
+    h.word(p.publishDataSize | (p.publishDataWrite ? 0x100u : 0u));
+    break;
+  case PatcherState::WaitSpin:
+    h.word(p.spinAddr);
+    h.bytes(p.spinValue);
+    break;
+  case PatcherState::WaitRcuTasks:
+  case PatcherState::WaitEachCpu:
+    h.word(p.graceStart);
+    for (std::uint64_t s : p.switchesAtStart)
+      h.word(s);
+    break;
+  case PatcherState::None:
+  case PatcherState::WaitIpis:
+    break;
+  }
   return h.value();
 }
 

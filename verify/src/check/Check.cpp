@@ -117,9 +117,10 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
   const Counterexample &min = *r.minimised, &found = *r.found;
   out += formatViolation(min.violation);
   const std::string deviating =
-      min.continues
-          ? fmt::format(" ({} deviating from the continuation, which follows them)", min.deviations)
-          : std::string();
+      min.continues ? fmt::format(" ({} deviating from the continuation, which follows them; the "
+                                  "replay file stores {} decisions and runs of the continuation)",
+                                  min.deviations, storedDecisions(min))
+                    : std::string();
   out += fmt::format("minimised: {} preemption{}, {} events, {} decisions{} (found with {} "
                      "preemption{}, {} events, {} decisions)\n",
                      min.preemptions, min.preemptions == 1 ? "" : "s", min.events,
@@ -183,6 +184,7 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
     j["preemptions"] = min.preemptions;
     j["events"] = min.events;
     j["decisions"] = min.choices.size();
+    j["stored_decisions"] = storedDecisions(min);
     j["deviations"] = min.deviations;
     j["continues"] = min.continues;
     j["found"] = {{"preemptions", r.found->preemptions},

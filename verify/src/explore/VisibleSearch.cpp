@@ -1,11 +1,11 @@
 // The engine-level exhaustive search (VisibleSearch.h).
 //
 // What it covers. The base schedule is the fair continuation: the process that ran last while it
-// can, for at most kVisibleFairRun events in a row, else the patcher when it can run (the CPUs run
-// while it waits), else the first enabled event; a stale byte the newest value. A *deviation* is
-// any other answer. The search covers every schedule with at most `bound` deviations whose
-// deviations are at *branching points*: a decision right after a visible event, where the last
-// process cannot continue, or where the base passes to another process.
+// can, passing on at every kVisibleFairRun-th event of its own, to the patcher when it can run (the
+// CPUs run while it waits), else to the first enabled event; a stale byte the newest value. A
+// *deviation* is any other answer. The search covers every schedule with at most `bound` deviations
+// whose deviations are at *branching points*: a decision right after a visible event, where the
+// last process cannot continue, or where the base passes to another process.
 //
 // Visible events (scheduling points). An event is invisible when it is a fast-mode Run or a Step
 // with no footprint at all: no watched fetch, no watched data access, no shared read, no change of
@@ -23,15 +23,18 @@
 // so a task inside one is at visible events).
 //
 // State hashing. Each execution after the first opens a subtree: the schedules that share its
-// decisions up to its last deviation and deviate again only later. At the decision after its last
-// deviation the search hashes the state (Harness::midStateHash: the machine, where the patcher is,
-// the kernel's host state, what the oracles will read of the history) with what the base schedule
-// depends on (the last process and its run of events, capped at the fair run) and keeps, per hash,
-// the most deviations that were left when it was expanded. A subtree whose root hash was expanded
-// with at least as many deviations left is stopped there (a revisit): every schedule in it has a
-// twin in the earlier subtree with the same future and the same verdict, and the stopped prefix
-// itself is judged by the oracles (Exploration::finish). Hashes are 64 bits: two states that
-// collide would be wrongly merged, with probability about n^2 / 2^65 for n states.
+// decisions up to its last deviation and deviate again only later. The search hashes the state
+// (Harness::midStateHash: the machine, where the patcher is, the kernel's host state, what the
+// oracles will read of the history) with what the base schedule depends on (the last process and
+// its event count modulo the fair run) at the decision after the last deviation (the subtree's
+// root) and at every later branching point while deviations are left, and keeps, per hash, the
+// most deviations that were left there. An execution that reaches a hash kept with at least as
+// many deviations left is stopped there (a revisit): every schedule on from it within the bound has
+// a twin on from the earlier visit (searched, or pushed to be searched) with the same future and
+// the same verdict, and the stopped prefix itself is judged by the oracles (Exploration::finish).
+// With no deviation left a revisit would save only the rest of one execution, less than hashing
+// at each of its branching points costs, so only the root is hashed there. Hashes are 64 bits:
+// two states that collide would be wrongly merged, with probability about n^2 / 2^65 for n states.
 //
 // Order. Iterative deepening over the bound (0, 1, ...), within a level depth-first over sets of
 // deviations, earliest first: the first counterexample found has the fewest deviations. With no
@@ -83,11 +86,14 @@ protected:
     const std::uint32_t base = baseAnswer(p);
     if (cut_)
       return base;
-    if (index == recordFrom_ && visited_ && revisited(p)) {
+    const bool branches = index >= recordFrom_ && branching(p, base);
+    // Hashed at the subtree's root and wherever a deviation is left (a revisit there saves
+    // subtrees; with none left it would save only the rest of this one execution).
+    if ((index == recordFrom_ || (branches && left_ > 0)) && visited_ && revisited(p)) {
       cut_ = true;
       return base;
     }
-    if (index >= recordFrom_ && branching(p, base))
+    if (branches)
       for (std::uint32_t i = 0; i < p.options; ++i) {
         if (i == base)
           continue;
@@ -106,7 +112,7 @@ protected:
   }
 
 private:
-  // The last process, its run of events in a row and whether its last event was visible, from
+  // The last process, every process's events so far and whether the last event was visible, from
   // the log as it grows.
   void track(const sim::Machine &m) {
     const auto log = m.events();
@@ -114,7 +120,7 @@ private:
       if (isNote(log[seen_]))
         continue;
       const int process = processOf(log[seen_]);
-      run_ = process == last_ ? run_ + 1 : 1;
+      ++counts_[process];
       last_ = process;
       lastVisible_ = visible(log[seen_]);
     }
@@ -123,7 +129,10 @@ private:
   std::uint32_t baseAnswer(const sim::DecisionPoint &p) const {
     if (p.kind == DecisionKind::StaleByte)
       return p.options - 1;
-    const bool fair = run_ >= kVisibleFairRun;
+    // Every kVisibleFairRun-th event of its own, the process that ran last passes on (a process
+    // spinning on what another must do would otherwise never let it); counted per process, not
+    // per run in a row, so that the base schedule is the same wherever a state is reached.
+    const bool fair = last_ >= 0 && counts_[last_] % kVisibleFairRun == 0;
     if (!fair)
       for (std::uint32_t i = 0; i < p.options; ++i)
         if (processOf(p.events[i]) == last_)
@@ -154,9 +163,9 @@ private:
     if (!state)
       return false;
     std::uint64_t key = *state;
-    for (std::uint64_t v : {static_cast<std::uint64_t>(last_ + 1),
-                            static_cast<std::uint64_t>(std::min(run_, kVisibleFairRun)),
-                            static_cast<std::uint64_t>(p.kind), std::uint64_t{p.options}})
+    for (std::uint64_t v :
+         {static_cast<std::uint64_t>(last_ + 1), last_ < 0 ? 0 : counts_[last_] % kVisibleFairRun,
+          static_cast<std::uint64_t>(p.kind), std::uint64_t{p.options}})
       key = (key ^ v) * 0x100000001b3ull;
     auto [it, inserted] = visited_->try_emplace(key, left_);
     if (inserted)
@@ -175,7 +184,7 @@ private:
   std::uint64_t decisions_ = 0;
   std::size_t seen_ = 0;
   int last_ = -1;
-  std::size_t run_ = 0;
+  std::uint64_t counts_[kProcesses] = {};
   bool lastVisible_ = true;
   bool cut_ = false;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> alternatives_;
@@ -226,16 +235,15 @@ void searchVisible(Exploration &x, int bound, bool hashing) {
 
 std::string visibleBounds(int bound, bool hashing) {
   return fmt::format(
-      "{} from the fair continuation (the process that ran last while it can, for at most {} "
-      "events in a row, else the patcher, else the first enabled; stale bytes the newest), "
-      "switches only at visible "
-      "events (stores, publications, IPIs, preemptions, watched fetches and data, traps, "
-      "hypercalls, region changes; fast-mode runs between them are not scheduling points), "
-      "iterative deepening over the bound{}",
+      "{} from the fair continuation (the process that ran last while it can, passing on at "
+      "every {}th event of its own, to the patcher, else the first enabled; stale bytes the "
+      "newest), switches only at visible events (stores, publications, IPIs, preemptions, watched "
+      "fetches and data, traps, hypercalls, region changes; fast-mode runs between them are not "
+      "scheduling points), iterative deepening over the bound{}",
       bound < 0 ? std::string("any number of deviations") : fmt::format("deviations <= {}", bound),
       kVisibleFairRun,
-      hashing ? ", states hashed at every subtree's root (machine, patcher progress, kernel host "
-                "state, the oracles' per-task histories)"
+      hashing ? ", states hashed at subtree roots and where deviations are left (machine, patcher "
+                "progress, kernel host state, the oracles' per-task histories)"
               : ", no state hashing");
 }
 

@@ -19,6 +19,8 @@ const sim::Machine &KernelBackedHarness::machine() const { return kernel_->machi
 sim::RunResult KernelBackedHarness::runKernel(sim::Scheduler &scheduler,
                                               const std::function<bool()> &stop) {
   annotations_.clear();
+  patcherScanned_ = 0;
+  patcherEvents_ = 0;
   const std::uint64_t limit = scenario_.bounds.maxEvents;
   if (!stop)
     return kernel_->run(scheduler, limit);
@@ -95,10 +97,11 @@ std::optional<std::uint64_t> KernelBackedHarness::midStateHash() const {
   const sim::Machine &m = machine();
   std::uint64_t h = m.stateHash();
   auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
-  std::uint64_t patcherEvents = 0;
-  for (const sim::EventRecord &e : m.events())
-    patcherEvents += e.kind == sim::EventKind::Store || e.kind == sim::EventKind::Publish;
-  mix(patcherEvents);
+  const auto log = m.events();
+  for (; patcherScanned_ < log.size(); ++patcherScanned_)
+    patcherEvents_ += log[patcherScanned_].kind == sim::EventKind::Store ||
+                      log[patcherScanned_].kind == sim::EventKind::Publish;
+  mix(patcherEvents_);
   mix(m.eventCount()); // the guest's clock (Kernel::now)
   mix(kernel_->hostStateHash());
   for (const std::string &f : kernel_->livePatchingFindings())

@@ -177,6 +177,11 @@ sim::RunResult KernelHarness::runExecution(sim::Scheduler &scheduler,
   engineChecks_.clear();
   notes_.clear();
   openOp_.reset();
+  siteIps_.clear();
+  k.core().records().forEach([&](const model::DynFtrace &rec) { siteIps_.insert(rec.ip); });
+  historyScanned_ = 0;
+  callsFolded_.assign(slots_.size(), 0);
+  taskHistories_.clear();
   if (auto bad = checkEngineState(k, scenario_.engine.opsTrampolines))
     engineChecks_.push_back({k.now(), "after boot: " + *bad});
   k.watchPatchSites();
@@ -218,33 +223,47 @@ std::uint64_t KernelHarness::historyHash() const {
     }
     return 2 * intervals_.size() + (openOp_ && event >= *openOp_ ? 1 : 0);
   };
+  auto mixInto = [](std::uint64_t &h, std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  // What happened since the last call: site executions (the kernel's siteExecutions(): a step at a
+  // record's ip) and ops calls, in event order. Their positions never change once an event has
+  // one, so each task's history is folded as it grows.
   struct Entry {
-    std::uint64_t event, what, ip;
+    std::uint64_t event;
+    int task;
+    std::uint64_t what, ip;
   };
-  std::map<int, std::vector<Entry>> byTask;
-  for (const SiteExecution &se : kernel_->siteExecutions())
-    byTask[se.task].push_back({se.event, 0, se.ip});
+  std::vector<Entry> fresh;
+  const auto log = machine().events();
+  for (; historyScanned_ < log.size(); ++historyScanned_) {
+    const sim::EventRecord &e = log[historyScanned_];
+    if (e.kind == sim::EventKind::Step && siteIps_.count(e.pc))
+      fresh.push_back({e.index, e.task, 0, e.pc});
+  }
   for (std::size_t i = 0; i < slots_.size(); ++i)
-    for (const OpsCall &c : slots_[i].calls)
-      byTask[c.task].push_back({c.event, i + 1, c.ip});
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
-  for (auto &[task, entries] : byTask) {
-    std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
-      return a.event < b.event || (a.event == b.event && a.what < b.what);
-    });
-    mix(static_cast<std::uint64_t>(task));
-    for (const Entry &e : entries) {
-      mix(e.what);
-      mix(e.ip);
-      mix(position(e.event));
+    for (; callsFolded_[i] < slots_[i].calls.size(); ++callsFolded_[i]) {
+      const OpsCall &c = slots_[i].calls[callsFolded_[i]];
+      fresh.push_back({c.event, c.task, i + 1, c.ip});
     }
+  std::sort(fresh.begin(), fresh.end(), [](const Entry &a, const Entry &b) {
+    return a.event < b.event || (a.event == b.event && a.what < b.what);
+  });
+  for (const Entry &e : fresh) {
+    std::uint64_t &history =
+        taskHistories_.try_emplace(e.task, 0xcbf29ce484222325ull).first->second;
+    mixInto(history, e.what);
+    mixInto(history, e.ip);
+    mixInto(history, position(e.event));
+  }
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto &[task, history] : taskHistories_) {
+    mixInto(h, static_cast<std::uint64_t>(task));
+    mixInto(h, history);
   }
   for (const EngineCheck &c : engineChecks_)
-    mix(std::hash<std::string>{}(c.message));
+    mixInto(h, std::hash<std::string>{}(c.message));
   for (const std::string &n : notes_)
-    mix(std::hash<std::string>{}(n));
-  mix(states_.size());
+    mixInto(h, std::hash<std::string>{}(n));
+  mixInto(h, states_.size());
   return h;
 }
 

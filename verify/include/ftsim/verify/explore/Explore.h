@@ -90,9 +90,16 @@ struct SubtreeHooks;
 struct SubtreeResult;
 class Harness;
 
+// In Counterexample::choices: this decision is answered by the continuation (the process that ran
+// last while it can, else the first enabled event; a stale byte the newest value).
+constexpr std::uint32_t kContinuationChoice = 0xffffffffu;
+
 struct Counterexample {
   Violation violation;
-  std::vector<std::uint32_t> choices; // the decision sequence (sim::ReplayScheduler answers)
+  // The decision sequence: each the option chosen, or kContinuationChoice (minimised
+  // counterexamples answer every decision but their deviations so, and replay files store a run
+  // of them as one entry).
+  std::vector<std::uint32_t> choices;
   // Whether the execution continues past `choices` by the continuation (the process that ran last
   // while it can, else the first enabled event; stale bytes the newest value) rather than ending
   // exactly with them. Minimised counterexamples do: their decisions stop at the last one that
@@ -105,6 +112,9 @@ struct Counterexample {
   std::uint64_t logHash = 0; // FNV-1a of the execution's full logText() (0: not hashed)
   bool operator==(const Counterexample &) const = default;
 };
+
+// The decisions of `c` a replay file stores one by one: those not answered by the continuation.
+std::size_t storedDecisions(const Counterexample &c);
 
 struct ExploreOptions {
   std::string explorer = "exhaustive";  // a registered explorer

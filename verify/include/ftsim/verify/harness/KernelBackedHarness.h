@@ -59,6 +59,11 @@ protected:
   std::vector<std::uint64_t> reference_;
   std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
   std::map<std::uint64_t, std::string> annotations_;
+
+private:
+  // midStateHash's count of the patcher's events, kept up with the log (reset per execution).
+  mutable std::size_t patcherScanned_ = 0;
+  mutable std::uint64_t patcherEvents_ = 0;
 };
 
 } // namespace ftsim::verify

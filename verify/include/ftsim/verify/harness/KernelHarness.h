@@ -102,6 +102,11 @@ private:
   std::vector<EngineCheck> engineChecks_;
   std::vector<std::string> notes_;
   std::optional<std::uint64_t> openOp_; // the event the running engine operation began at
+  // historyHash's per-task histories, kept up with the log and the calls (reset per execution).
+  std::set<std::uint64_t> siteIps_;
+  mutable std::size_t historyScanned_ = 0;
+  mutable std::vector<std::size_t> callsFolded_;
+  mutable std::map<int, std::uint64_t> taskHistories_;
 };
 
 // The reference model of the records and the sites (engine-invariant above): the first
