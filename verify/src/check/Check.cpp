@@ -42,7 +42,7 @@ std::string splitLine(const ExploreStats &st) {
 std::string hashingLine(const ExploreStats &st) {
   if (st.hashedStates == 0)
     return {};
-  return fmt::format("  state hashing: {} subtree roots hashed, {} executions stopped at a root "
+  return fmt::format("  state hashing: {} states hashed, {} executions stopped at a state "
                      "expanded before\n",
                      st.hashedStates, st.revisits);
 }

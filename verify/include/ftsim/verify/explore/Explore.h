@@ -9,7 +9,10 @@
 //              decisions too and are always explored in full. An optional preemption bound (CHESS,
 //              Musuvathi & Qadeer, PLDI 2007) counts switches away from a process that could have
 //              continued; with it the reduction is no longer complete for every bounded schedule
-//              (Coons, Musuvathi, McKinley, OOPSLA 2013) — the naive mode with a bound is.
+//              (Coons, Musuvathi, McKinley, OOPSLA 2013) — the naive mode with a bound is. On the
+//              engine-level kinds (Harness::reductionSound false) it runs VisibleSearch.h instead:
+//              scheduling points at visible events, `bound` counting deviations from the fair
+//              continuation, iterative deepening, state hashing (Harness::midStateHash).
 //  rr-bounded  (RoundRobinBounded.cpp) every schedule that deviates from round robin over the CPUs
 //              and the patcher at most `bound` times: by a timer preemption when the machine
 //              offers them (the CHESS preemption-bounded space around round robin), else by
@@ -65,8 +68,8 @@ struct ExploreStats {
   std::uint64_t boundCuts = 0;      // alternatives not explored because of the preemption bound
   std::uint64_t eventLimitHits = 0; // executions cut by the scenario's max_events
   std::uint64_t distinctStates = 0; // distinct final states (Harness::finalStateHash)
-  // The engine-level search (VisibleSearch.h): subtree roots hashed, and executions stopped at a
-  // root expanded before with at least as many deviations left.
+  // The engine-level search (VisibleSearch.h): states hashed, and executions stopped at a state
+  // expanded before with at least as many deviations left.
   std::uint64_t hashedStates = 0;
   std::uint64_t revisits = 0;
   std::uint64_t decisions = 0; // decisions answered, over all executions
