@@ -250,8 +250,8 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                 "to it");
   cmd->add_flag("--naive", r.naive, "exhaustive without reduction (to measure DPOR)");
   cmd->add_flag("--no-state-hashing", r.noStateHashing,
-                "exhaustive on kernel and trampoline scenarios: expand every subtree, even one "
-                "whose root state was expanded before (to measure the hashing)");
+                "exhaustive on kernel and trampoline scenarios: search on from every state, even "
+                "one reached before with as many deviations left (to measure the hashing)");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
   addProgressFlag(cmd, f->progress);
   optionalFlag(cmd, "--tramp-free", r.trampFree,
