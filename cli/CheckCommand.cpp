@@ -252,6 +252,9 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
                 "the counterexample's every event up to the violation, not only those that led "
                 "to it");
   cmd->add_flag("--naive", r.naive, "exhaustive without reduction (to measure DPOR)");
+  cmd->add_flag("--no-state-hashing", r.noStateHashing,
+                "exhaustive on kernel and trampoline scenarios: search on from every state, even "
+                "one reached before with as many deviations left (to measure the hashing)");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
   addProgressFlag(cmd, f->progress);
   optionalFlag(cmd, "--tramp-free", r.trampFree,

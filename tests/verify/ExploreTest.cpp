@@ -443,6 +443,32 @@ TEST(Replay, CountsThatAreNotWholeNumbersAreOneLineErrors) {
   }
 }
 
+// A minimised counterexample's file stores its deviations one by one and each run of the
+// continuation's decisions as {"continue": N}: it reads back to the same decisions, and a run that
+// could not fit the scenario, a run of another shape or a bare answer that is no option is the
+// file's one-line error.
+TEST(Replay, ContinuationRunsReadBackAndMalformedOnesAreOneLineErrors) {
+  Counterexample cex;
+  cex.choices = {kContinuationChoice, kContinuationChoice, 1, kContinuationChoice, 0};
+  cex.continues = true;
+  const std::string json = replayToJson(site("direct"), cex);
+  const nlohmann::json stored = nlohmann::json::parse(json).at("choices");
+  EXPECT_EQ(stored, nlohmann::json::parse(R"([{"continue": 2}, 1, {"continue": 1}, 0])"));
+  EXPECT_EQ(parseReplay(json, "x.json").counterexample.choices, cex.choices);
+  const std::pair<nlohmann::json, std::string> runs[] = {
+      {nlohmann::json::parse(R"({"continue": 99999999999})"), "longer than the scenario's"},
+      {nlohmann::json::parse(R"({"again": 2})"), "must be {\"continue\": N}"},
+      {nlohmann::json(4294967295u), "which is no option"}};
+  for (const auto &[run, says] : runs) {
+    nlohmann::json edited = nlohmann::json::parse(json);
+    edited["choices"][0] = run;
+    const std::string message = fatalMessage([&] { parseReplay(edited.dump(2), "x.json"); });
+    EXPECT_NE(message.find(says), std::string::npos) << message;
+    EXPECT_EQ(message.rfind("x.json", 0), 0u) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
 // Found by tests/fuzz (ftsim_fuzz_replay): a number too large for a double made nlohmann throw
 // out_of_range, not parse_error: not caught, `ftsim replay` ended in std::terminate. And the
 // strings a message quotes (expect.bytes, log_fnv1a) kept their newlines.

@@ -38,6 +38,15 @@ std::string splitLine(const ExploreStats &st) {
   return out + "\n";
 }
 
+// What state hashing did (VisibleSearch.h); "" when nothing was hashed.
+std::string hashingLine(const ExploreStats &st) {
+  if (st.hashedStates == 0)
+    return {};
+  return fmt::format("  state hashing: {} states hashed, {} executions stopped at a state "
+                     "expanded before\n",
+                     st.hashedStates, st.revisits);
+}
+
 } // namespace
 
 ExploreOptions exploreOptionsFor(const Scenario &s) {
@@ -101,15 +110,17 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
                        st.executions, st.executions - st.sleepBlocked - st.eventLimitHits,
                        st.sleepBlocked, st.eventLimitHits, st.pruned, st.boundCuts,
                        st.distinctStates, st.seconds, st.executions / std::max(st.seconds, 1e-9));
+    out += hashingLine(st);
     out += splitLine(st);
     return out;
   }
   const Counterexample &min = *r.minimised, &found = *r.found;
   out += formatViolation(min.violation);
   const std::string deviating =
-      min.continues
-          ? fmt::format(" ({} deviating from the continuation, which follows them)", min.deviations)
-          : std::string();
+      min.continues ? fmt::format(" ({} deviating from the continuation, which follows them; the "
+                                  "replay file stores {} decisions and runs of the continuation)",
+                                  min.deviations, storedDecisions(min))
+                    : std::string();
   out += fmt::format("minimised: {} preemption{}, {} events, {} decisions{} (found with {} "
                      "preemption{}, {} events, {} decisions)\n",
                      min.preemptions, min.preemptions == 1 ? "" : "s", min.events,
@@ -121,6 +132,7 @@ std::string formatCheck(const Harness &h, const CheckReport &r, const std::strin
   out += fmt::format("  linux: {}\n", describeScenarioProfile(h.scenario()));
   out += fmt::format("after {} executions ({} violating): {}, {:.2f} s\n", st.executions,
                      r.result.violatingExecutions, r.coverage, st.seconds);
+  out += hashingLine(st);
   out += splitLine(st);
   return out;
 }
@@ -152,6 +164,8 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
                 {"bound_cuts", st.boundCuts},
                 {"event_limit_hits", st.eventLimitHits},
                 {"distinct_states", st.distinctStates},
+                {"hashed_states", st.hashedStates},
+                {"revisits", st.revisits},
                 {"decisions", st.decisions},
                 {"events", st.events},
                 {"max_events", st.maxEvents},
@@ -170,6 +184,7 @@ std::string checkJson(const Harness &h, const ExploreOptions &o, const CheckRepo
     j["preemptions"] = min.preemptions;
     j["events"] = min.events;
     j["decisions"] = min.choices.size();
+    j["stored_decisions"] = storedDecisions(min);
     j["deviations"] = min.deviations;
     j["continues"] = min.continues;
     j["found"] = {{"preemptions", r.found->preemptions},

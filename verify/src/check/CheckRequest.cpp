@@ -208,6 +208,8 @@ ExploreOptions buildExploreOptions(const Scenario &s, const CheckRequest &r) {
           o.explorer);
   if (r.naive && o.explorer != "exhaustive")
     fatal("check: --naive belongs to the exhaustive explorer, not to {}", o.explorer);
+  if (r.noStateHashing && o.explorer != "exhaustive")
+    fatal("check: --no-state-hashing belongs to the exhaustive explorer, not to {}", o.explorer);
   if (r.bound) {
     if (*r.bound < -1)
       fatal("--bound {}: use -1 for none, or a bound of 0 or more", *r.bound);
@@ -228,6 +230,7 @@ ExploreOptions buildExploreOptions(const Scenario &s, const CheckRequest &r) {
   if (r.depth)
     o.pctDepth = *r.depth;
   o.reduction = !r.naive;
+  o.stateHashing = !r.noStateHashing;
   if (o.explorer != "exhaustive") {
     if (r.jobs || r.subtrees)
       fatal("check: --jobs and --subtrees belong to the exhaustive explorer, not to {}",

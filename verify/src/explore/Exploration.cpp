@@ -54,6 +54,12 @@ std::uint64_t fnv1a(std::string_view text) {
   return h;
 }
 
+std::size_t storedDecisions(const Counterexample &c) {
+  return static_cast<std::size_t>(
+      std::count_if(c.choices.begin(), c.choices.end(),
+                    [](std::uint32_t choice) { return choice != kContinuationChoice; }));
+}
+
 Coverage ExploreResult::coverage() const {
   Coverage c;
   c.exhaustive = exhaustive;

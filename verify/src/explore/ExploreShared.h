@@ -2,8 +2,9 @@
 // What the explorers share (private to verify/src): processes of the machine's events, preemption
 // counting, and a replaying scheduler.
 
+#include "ftsim/arch/Error.h"
 #include "ftsim/sim/Machine.h"
-#include "ftsim/sim/ReplayScheduler.h"
+#include "ftsim/verify/explore/Explore.h"
 
 #include <span>
 
@@ -144,20 +145,40 @@ public:
   }
 };
 
-// Replays recorded answers; with `continues`, the continuation answers once they run out.
+// Replays recorded answers (kContinuationChoice: the continuation's answer there); with
+// `continues`, the continuation answers once they run out. Too few answers without `continues`, or
+// one out of range, is a FatalError: the schedule does not fit the scenario.
 class CountingReplay final : public CountingScheduler {
 public:
   explicit CountingReplay(std::vector<std::uint32_t> choices, bool continues = false)
-      : replay_(std::move(choices), continues ? &continuation_ : nullptr) {}
+      : choices_(std::move(choices)), continues_(continues) {}
 
 protected:
   std::uint32_t choose(const sim::Machine &m, const sim::DecisionPoint &p) override {
-    return replay_.decide(m, p);
+    if (next_ >= choices_.size()) {
+      if (continues_)
+        return continuation(m, p);
+      fatal("replayed schedule ends after {} decisions, but the run asks for more: it does not "
+            "fit this scenario",
+            choices_.size());
+    }
+    const std::uint32_t choice = choices_[next_];
+    if (choice == kContinuationChoice) {
+      ++next_;
+      return continuation(m, p);
+    }
+    if (choice >= p.options)
+      fatal("replayed decision #{} is {}, but only {} options are offered: the schedule does not "
+            "fit this scenario",
+            next_, choice, p.options);
+    ++next_;
+    return choice;
   }
 
 private:
-  ContinuationScheduler continuation_;
-  sim::ReplayScheduler replay_;
+  std::vector<std::uint32_t> choices_;
+  bool continues_;
+  std::size_t next_ = 0;
 };
 
 } // namespace ftsim::verify::detail

@@ -143,7 +143,8 @@ public:
     while (end > 0 && !s.deviations[end - 1])
       --end;
     const std::vector<std::uint32_t> all = sim::choicesOf(m.schedule());
-    c.choices.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(end));
+    for (std::size_t i = 0; i < end; ++i)
+      c.choices.push_back(s.deviations[i] ? all[i] : kContinuationChoice);
     c.deviations = static_cast<std::uint64_t>(
         std::count_if(s.deviations.begin(), s.deviations.end(), [](const auto &d) { return d; }));
     c.continues = true;
@@ -228,9 +229,9 @@ Counterexample deltaDebug(Harness &h, const Counterexample &found, const OracleL
     if (auto c = dd.test(all)) {
       Counterexample shortened = std::move(*c);
       dd.minimise(all, shortened);
-      // Fewest preemptions, then fewest events, then fewest decisions.
+      // Fewest preemptions, then fewest events, then fewest decisions stored.
       if (smaller(shortened, found) ||
-          (!smaller(found, shortened) && shortened.choices.size() < found.choices.size()))
+          (!smaller(found, shortened) && storedDecisions(shortened) < storedDecisions(found)))
         best = std::move(shortened);
       return best;
     }

@@ -19,6 +19,8 @@ const sim::Machine &KernelBackedHarness::machine() const { return kernel_->machi
 sim::RunResult KernelBackedHarness::runKernel(sim::Scheduler &scheduler,
                                               const std::function<bool()> &stop) {
   annotations_.clear();
+  patcherScanned_ = 0;
+  patcherEvents_ = 0;
   const std::uint64_t limit = scenario_.bounds.maxEvents;
   if (!stop)
     return kernel_->run(scheduler, limit);
@@ -88,6 +90,23 @@ std::uint64_t KernelBackedHarness::finalStateHash() const {
     mix(f.pc);
   }
   mix(extraState());
+  return h;
+}
+
+std::optional<std::uint64_t> KernelBackedHarness::midStateHash() const {
+  const sim::Machine &m = machine();
+  std::uint64_t h = m.stateHash();
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  const auto log = m.events();
+  for (; patcherScanned_ < log.size(); ++patcherScanned_)
+    patcherEvents_ += log[patcherScanned_].kind == sim::EventKind::Store ||
+                      log[patcherScanned_].kind == sim::EventKind::Publish;
+  mix(patcherEvents_);
+  mix(m.eventCount()); // the guest's clock (Kernel::now)
+  mix(kernel_->hostStateHash());
+  for (const std::string &f : kernel_->livePatchingFindings())
+    mix(std::hash<std::string>{}(f));
+  mix(historyHash());
   return h;
 }
 

@@ -151,6 +151,7 @@ void KernelHarness::runOperations(Kernel &k) {
   };
   for (const EngineStep &step : scenario_.engine.steps) {
     const std::uint64_t begin = k.now();
+    openOp_ = begin;
     try {
       model::FtraceOps *ops = nullptr;
       if (step.op != EngineOpKind::Tracer)
@@ -162,6 +163,7 @@ void KernelHarness::runOperations(Kernel &k) {
       notes_.push_back(fmt::format("{}: errno {}: {}", step.describe(), e.errnoValue(), e.what()));
     }
     intervals_.push_back({begin, k.now(), step.describe()});
+    openOp_.reset();
     states_.push_back(captureState(k, slots_));
     engineCheck("after " + step.describe());
   }
@@ -175,6 +177,12 @@ sim::RunResult KernelHarness::runExecution(sim::Scheduler &scheduler,
   intervals_.clear();
   engineChecks_.clear();
   notes_.clear();
+  openOp_.reset();
+  siteIps_.clear();
+  k.core().records().forEach([&](const model::DynFtrace &rec) { siteIps_.insert(rec.ip); });
+  historyScanned_ = 0;
+  callsFolded_.assign(slots_.size(), 0);
+  taskHistories_.clear();
   if (auto bad = checkEngineState(k, scenario_.engine.opsTrampolines))
     engineChecks_.push_back({k.now(), "after boot: " + *bad});
   k.watchPatchSites();
@@ -198,6 +206,66 @@ std::uint64_t KernelHarness::extraState() const {
   for (const OpsSlot &slot : slots_)
     calls = calls * 31 + slot.calls.size();
   return calls;
+}
+
+// What the oracles (KernelOracles.cpp) will read of the history: per task, in order, its site
+// executions and its ops calls, each with where the engine's operations were when it happened (the
+// trace-completeness oracle judges a call by the engine states between its site execution and its
+// callback, and a site execution by the calls up to the task's next one); the engine checks and
+// notes so far. Event indices are left out: two schedules that order different tasks' events
+// differently reach the same hash when each task's own history is the same.
+std::uint64_t KernelHarness::historyHash() const {
+  auto position = [&](std::uint64_t event) -> std::uint64_t {
+    for (std::size_t i = 0; i < intervals_.size(); ++i) {
+      if (event < intervals_[i].begin)
+        return 2 * i;
+      if (event < intervals_[i].end)
+        return 2 * i + 1;
+    }
+    return 2 * intervals_.size() + (openOp_ && event >= *openOp_ ? 1 : 0);
+  };
+  auto mixInto = [](std::uint64_t &h, std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  // What happened since the last call: site executions (the kernel's siteExecutions(): a step at a
+  // record's ip) and ops calls, in event order. Their positions never change once an event has
+  // one, so each task's history is folded as it grows.
+  struct Entry {
+    std::uint64_t event;
+    int task;
+    std::uint64_t what, ip;
+  };
+  std::vector<Entry> fresh;
+  const auto log = machine().events();
+  for (; historyScanned_ < log.size(); ++historyScanned_) {
+    const sim::EventRecord &e = log[historyScanned_];
+    if (e.kind == sim::EventKind::Step && siteIps_.count(e.pc))
+      fresh.push_back({e.index, e.task, 0, e.pc});
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    for (; callsFolded_[i] < slots_[i].calls.size(); ++callsFolded_[i]) {
+      const OpsCall &c = slots_[i].calls[callsFolded_[i]];
+      fresh.push_back({c.event, c.task, i + 1, c.ip});
+    }
+  std::sort(fresh.begin(), fresh.end(), [](const Entry &a, const Entry &b) {
+    return a.event < b.event || (a.event == b.event && a.what < b.what);
+  });
+  for (const Entry &e : fresh) {
+    std::uint64_t &history =
+        taskHistories_.try_emplace(e.task, 0xcbf29ce484222325ull).first->second;
+    mixInto(history, e.what);
+    mixInto(history, e.ip);
+    mixInto(history, position(e.event));
+  }
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto &[task, history] : taskHistories_) {
+    mixInto(h, static_cast<std::uint64_t>(task));
+    mixInto(h, history);
+  }
+  for (const EngineCheck &c : engineChecks_)
+    mixInto(h, std::hash<std::string>{}(c.message));
+  for (const std::string &n : notes_)
+    mixInto(h, std::hash<std::string>{}(n));
+  mixInto(h, states_.size());
+  return h;
 }
 
 std::string KernelHarness::describeSetup() const {

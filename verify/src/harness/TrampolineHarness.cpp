@@ -154,6 +154,25 @@ void TrampolineHarness::sleepUntil(
   }
 }
 
+// The patcher sleeping in sleepUntil() wakes when an event its predicate accepts ran since it last
+// looked, right after its last event: a task's call of the traced function, or (ops-uaf-no-sync)
+// a task's read of ftrace_ops_list. Whether each did is the only history it reads; both are
+// hashed, whichever the patcher waits for. The use-after-free records are in the kernel's
+// hostStateHash().
+std::uint64_t TrampolineHarness::historyHash() const {
+  const auto events = machine().events();
+  const std::uint64_t read = kernel().trampolines().listFuncTrap;
+  bool called = false, listRead = false;
+  for (std::size_t i = events.size(); i-- > 0;) {
+    const sim::EventRecord &e = events[i];
+    if (e.kind == sim::EventKind::Store || e.kind == sim::EventKind::Publish)
+      break;
+    called = called || (e.kind == sim::EventKind::Step && e.pc == site_);
+    listRead = listRead || (e.outcome == sim::StepOutcome::Hypercall && e.detail == read);
+  }
+  return (called ? 1 : 0) | (listRead ? 2 : 0);
+}
+
 sim::RunResult TrampolineHarness::runExecution(sim::Scheduler &scheduler,
                                                const std::function<bool()> &stop) {
   setUp(true);

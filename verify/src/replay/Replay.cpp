@@ -45,6 +45,23 @@ std::uint64_t partDigest(const nlohmann::json &j, const Part &part) {
 
 constexpr const char *kContinue = "continue";
 
+// The choices as stored: each answer, and each run of decisions the continuation answers as one
+// {"continue": N} (a minimised counterexample is its few deviations and such runs).
+nlohmann::json choicesToJson(const std::vector<std::uint32_t> &choices) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < choices.size();) {
+    if (choices[i] != kContinuationChoice) {
+      out.push_back(choices[i++]);
+      continue;
+    }
+    std::size_t run = 0;
+    for (; i < choices.size() && choices[i] == kContinuationChoice; ++i)
+      ++run;
+    out.push_back({{kContinue, run}});
+  }
+  return out;
+}
+
 } // namespace
 
 std::string replayToJson(const Scenario &scenario, const Counterexample &cex) {
@@ -56,7 +73,7 @@ std::string replayToJson(const Scenario &scenario, const Counterexample &cex) {
   j["store"] = std::string(sim::storeModelName(scenario.store));
   j["fetch"] = std::string(scenario.fetch->name());
   j["scenario"] = scenario.toToml();
-  j["choices"] = cex.choices;
+  j["choices"] = choicesToJson(cex.choices);
   if (cex.continues)
     j["then"] = kContinue;
   j["preemptions"] = cex.preemptions;
@@ -149,9 +166,29 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
     Counterexample &c = file.counterexample;
     const nlohmann::json &choices = field(j, "choices");
     if (!choices.is_array())
-      fatal("{}: 'choices' must be an array of whole numbers", origin);
-    for (const nlohmann::json &choice : choices)
-      c.choices.push_back(whole(choice, "choices", std::uint32_t{}));
+      fatal("{}: 'choices' must be an array of whole numbers and {{\"{}\": N}} runs", origin,
+            kContinue);
+    for (const nlohmann::json &choice : choices) {
+      if (!choice.is_object()) {
+        const auto answer = whole(choice, "choices", std::uint32_t{});
+        if (answer == kContinuationChoice)
+          fatal("{}: 'choices' holds {}, which is no option (the continuation's answers are "
+                "stored as {{\"{}\": N}})",
+                origin, answer, kContinue);
+        c.choices.push_back(answer);
+        continue;
+      }
+      if (choice.size() != 1 || !choice.contains(kContinue))
+        fatal("{}: a run in 'choices' must be {{\"{}\": N}}, not {}", origin, kContinue,
+              choice.dump());
+      // A run longer than the scenario's events cannot fit it (one decision per event at most).
+      const auto run = whole(choice.at(kContinue), "choices", std::uint64_t{});
+      if (run > s.bounds.maxEvents)
+        fatal("{}: a run of {} decisions in 'choices' is longer than the scenario's max_events "
+              "({})",
+              origin, run, s.bounds.maxEvents);
+      c.choices.insert(c.choices.end(), run, kContinuationChoice);
+    }
     if (j.contains("then")) {
       if (j.at("then") != kContinue)
         fatal("{}: 'then' must be \"{}\" (the continuation after the choices), not {}", origin,

@@ -61,8 +61,13 @@ std::string firstText(const FirstCounterexample &f) {
 std::string cexLength(const ReproOutcome &o) {
   if (!o.report.minimised)
     return "-";
-  return fmt::format("{} decisions, {} events", o.report.minimised->choices.size(),
-                     o.report.minimised->events);
+  // The decisions the replay file stores one by one (the continuation's runs are one entry each).
+  const Counterexample &c = *o.report.minimised;
+  const std::size_t stored = storedDecisions(c);
+  if (stored == c.choices.size())
+    return fmt::format("{} decisions, {} events", stored, c.events);
+  return fmt::format("{} decisions stored ({} with the continuation's), {} events", stored,
+                     c.choices.size(), c.events);
 }
 
 } // namespace

@@ -40,6 +40,10 @@ struct GuestAbi {
   int irqFlagsReg;
   std::uint64_t irqEnableBit;
   int threadReg;
+  // The registers a task's state is made of (the machine's state hash reads these, not Unicorn's
+  // context image, which also holds emulator bookkeeping): the general registers, pc, flags or
+  // condition, link and count registers, the thread register.
+  std::vector<int> stateRegs;
 };
 
 } // namespace ftsim::arch

@@ -206,6 +206,11 @@ public:
   // Every site execution so far, from the machine's event log (empty when the machine keeps none:
   // MachineConfig::keepLog).
   std::vector<SiteExecution> siteExecutions() const;
+  // A hash of the host state the CPUs' side changes (HostState.cpp): what each task's list
+  // function read, each task's return stack, the freed ops, the use-after-free and op-mismatch
+  // records. With the machine's stateHash() and the patcher's progress it is what the rest of an
+  // execution depends on (the engine's own state changes only in the patcher).
+  std::uint64_t hostStateHash() const;
 
   std::uint64_t symbolAddress(std::string_view name) const;          // FatalError when unknown
   std::string symbolName(std::uint64_t addr, bool withOffset) const; // %ps / %pS

@@ -165,6 +165,9 @@ public:
   // translated code only for the lines that differ.
   Snapshot snapshot() const;
   void restore(const Snapshot &snapshot);
+  // A hash of everything the machine's future depends on (StateHash.cpp says what), so that an
+  // explorer can recognise a state it reached before by another schedule. Between events only.
+  std::uint64_t stateHash() const;
 
   // --- arch::MachinePort (the patcher's interface; see MachinePort.h)
   // ----------------------------- Called from outside a patcher body: writeText is pokeText,

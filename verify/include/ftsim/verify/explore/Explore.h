@@ -9,7 +9,10 @@
 //              decisions too and are always explored in full. An optional preemption bound (CHESS,
 //              Musuvathi & Qadeer, PLDI 2007) counts switches away from a process that could have
 //              continued; with it the reduction is no longer complete for every bounded schedule
-//              (Coons, Musuvathi, McKinley, OOPSLA 2013) — the naive mode with a bound is.
+//              (Coons, Musuvathi, McKinley, OOPSLA 2013) — the naive mode with a bound is. On the
+//              engine-level kinds (Harness::reductionSound false) it runs VisibleSearch.h instead:
+//              scheduling points at visible events, `bound` counting deviations from the fair
+//              continuation, iterative deepening, state hashing (Harness::midStateHash).
 //  rr-bounded  (RoundRobinBounded.cpp) every schedule that deviates from round robin over the CPUs
 //              and the patcher at most `bound` times: by a timer preemption when the machine
 //              offers them (the CHESS preemption-bounded space around round robin), else by
@@ -65,10 +68,14 @@ struct ExploreStats {
   std::uint64_t boundCuts = 0;      // alternatives not explored because of the preemption bound
   std::uint64_t eventLimitHits = 0; // executions cut by the scenario's max_events
   std::uint64_t distinctStates = 0; // distinct final states (Harness::finalStateHash)
-  std::uint64_t decisions = 0;      // decisions answered, over all executions
-  std::uint64_t events = 0;         // events executed, over all executions
-  std::uint64_t maxEvents = 0;      // the longest execution
-  unsigned maxPreemptions = 0;      // the most preemptions in one execution
+  // The engine-level search (VisibleSearch.h): states hashed, and executions stopped at a state
+  // expanded before with at least as many deviations left.
+  std::uint64_t hashedStates = 0;
+  std::uint64_t revisits = 0;
+  std::uint64_t decisions = 0; // decisions answered, over all executions
+  std::uint64_t events = 0;    // events executed, over all executions
+  std::uint64_t maxEvents = 0; // the longest execution
+  unsigned maxPreemptions = 0; // the most preemptions in one execution
   bool complete = false; // exhaustive: every schedule in the bounds was covered (no budget hit)
   double seconds = 0;    // wall clock; printed only in human summaries
   // A split tree (Subtrees.h): its subtrees, the frontier depth, and how many subtrees came from
@@ -88,9 +95,16 @@ struct SubtreeHooks;
 struct SubtreeResult;
 class Harness;
 
+// In Counterexample::choices: this decision is answered by the continuation (the process that ran
+// last while it can, else the first enabled event; a stale byte the newest value).
+constexpr std::uint32_t kContinuationChoice = 0xffffffffu;
+
 struct Counterexample {
   Violation violation;
-  std::vector<std::uint32_t> choices; // the decision sequence (sim::ReplayScheduler answers)
+  // The decision sequence: each the option chosen, or kContinuationChoice (minimised
+  // counterexamples answer every decision but their deviations so, and replay files store a run
+  // of them as one entry).
+  std::vector<std::uint32_t> choices;
   // Whether the execution continues past `choices` by the continuation (the process that ran last
   // while it can, else the first enabled event; stale bytes the newest value) rather than ending
   // exactly with them. Minimised counterexamples do: their decisions stop at the last one that
@@ -104,6 +118,9 @@ struct Counterexample {
   bool operator==(const Counterexample &) const = default;
 };
 
+// The decisions of `c` a replay file stores one by one: those not answered by the continuation.
+std::size_t storedDecisions(const Counterexample &c);
+
 struct ExploreOptions {
   std::string explorer = "exhaustive";  // a registered explorer
   bool reduction = true;                // exhaustive: source-DPOR + sleep sets; false: naive
@@ -111,6 +128,9 @@ struct ExploreOptions {
   std::uint64_t maxExecutions = 200000; // exhaustive/rr-bounded budget; pct/random: the runs
   std::uint64_t seed = 1;
   unsigned pctDepth = 3;
+  // exhaustive on the engine-level kinds (VisibleSearch.h): prune subtrees whose root state was
+  // expanded before; false searches every schedule in the bounds (to measure the hashing).
+  bool stateHashing = true;
   bool stopAtFirst = true; // stop at the first violating execution
   // > 0: stop (incomplete) once this much wall time has passed without a violation.
   double wallSeconds = 0;

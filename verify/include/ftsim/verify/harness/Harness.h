@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,13 @@ public:
   virtual std::string annotate(const sim::EventRecord &event) const = 0;
   // A hash of the last execution's final state (for distinct-state counts).
   virtual std::uint64_t finalStateHash() const = 0;
+  // A hash of everything the rest of the running execution depends on, taken between two of its
+  // events (from a Scheduler's decide()): the machine's state, where the patcher's host code is,
+  // the host state the CPUs change, and what this kind's oracles will read of the history so far.
+  // Two schedules with equal hashes have the same futures and the same verdicts after them, so an
+  // explorer may expand only the first (the engine-level search, VisibleSearch.h). nullopt: this
+  // kind cannot say, and nothing is pruned.
+  virtual std::optional<std::uint64_t> midStateHash() const { return std::nullopt; }
   // The oracles particular to this kind (its trace completeness, engine invariants, ...); the
   // generic ones come from the oracle registry (Oracle.h).
   virtual OracleList kindOracles() const = 0;

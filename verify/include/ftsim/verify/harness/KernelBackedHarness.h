@@ -29,6 +29,10 @@ public:
   std::string siteOf(std::uint64_t addr) const override;
   std::string annotate(const sim::EventRecord &event) const override;
   std::uint64_t finalStateHash() const override;
+  // The machine's stateHash(), the patcher's progress (its events so far: the engine's host state
+  // changes only in its code, which reads the machine and the engine), the kernel's
+  // hostStateHash(), the live-patching rule's findings so far, and the subclass's historyHash().
+  std::optional<std::uint64_t> midStateHash() const override;
   bool reductionSound() const override { return false; }
   bool cheapExecutions() const override { return false; }
   // The ISA's rule over the kernel's live writes (KernelConfig::livePatchingRule).
@@ -47,12 +51,19 @@ protected:
   void annotateEvent(std::uint64_t index, const std::string &text);
   // What the subclass adds to the final-state hash.
   virtual std::uint64_t extraState() const { return 0; }
+  // What the subclass's oracles and patcher will read of the history so far (midStateHash).
+  virtual std::uint64_t historyHash() const = 0;
 
   Scenario scenario_;
   std::string imagePath_;
   std::vector<std::uint64_t> reference_;
   std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
   std::map<std::uint64_t, std::string> annotations_;
+
+private:
+  // midStateHash's count of the patcher's events, kept up with the log (reset per execution).
+  mutable std::size_t patcherScanned_ = 0;
+  mutable std::uint64_t patcherEvents_ = 0;
 };
 
 } // namespace ftsim::verify

@@ -30,6 +30,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,12 +96,19 @@ private:
   void boot();
   void runOperations(::ftsim::kernel::Kernel &k);
   std::uint64_t extraState() const override;
+  std::uint64_t historyHash() const override;
 
   std::vector<OpsSlot> slots_;
   std::vector<EngineState> states_;
   std::vector<OpInterval> intervals_;
   std::vector<EngineCheck> engineChecks_;
   std::vector<std::string> notes_;
+  std::optional<std::uint64_t> openOp_; // the event the running engine operation began at
+  // historyHash's per-task histories, kept up with the log and the calls (reset per execution).
+  std::set<std::uint64_t> siteIps_;
+  mutable std::size_t historyScanned_ = 0;
+  mutable std::vector<std::size_t> callsFolded_;
+  mutable std::map<int, std::uint64_t> taskHistories_;
 };
 
 // The reference model of the records and the sites (engine-invariant above): the first

@@ -73,6 +73,7 @@ private:
   void setUp(bool withPatcher);
   void sleepUntil(::ftsim::kernel::Kernel &k,
                   const std::function<bool(const sim::EventRecord &)> &seen) const;
+  std::uint64_t historyHash() const override;
 
   void annotateTrampolineVisits();
 
