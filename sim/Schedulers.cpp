@@ -51,19 +51,28 @@ std::uint32_t RandomScheduler::decide(const Machine &, const DecisionPoint &poin
   return static_cast<std::uint32_t>(rng_() % point.options);
 }
 
+std::uint32_t checkedReplayChoice(std::uint32_t choice, std::size_t index,
+                                  const DecisionPoint &point) {
+  if (choice >= point.options)
+    fatal("replayed decision #{} is {}, but only {} options are offered: the schedule does not "
+          "fit this scenario",
+          index, choice, point.options);
+  return choice;
+}
+
+void replayRanOut(std::size_t size) {
+  fatal("replayed schedule ends after {} decisions, but the run asks for more: it does not fit "
+        "this scenario",
+        size);
+}
+
 std::uint32_t ReplayScheduler::decide(const Machine &machine, const DecisionPoint &point) {
   if (next_ >= choices_.size()) {
     if (then_)
       return then_->decide(machine, point);
-    fatal("replayed schedule ends after {} decisions, but the run asks for more: it does not fit "
-          "this scenario",
-          choices_.size());
+    replayRanOut(choices_.size());
   }
-  std::uint32_t choice = choices_[next_];
-  if (choice >= point.options)
-    fatal("replayed decision #{} is {}, but only {} options are offered: the schedule does not "
-          "fit this scenario",
-          next_, choice, point.options);
+  const std::uint32_t choice = checkedReplayChoice(choices_[next_], next_, point);
   ++next_;
   return choice;
 }

@@ -38,6 +38,15 @@ void writeWithoutSync(Machine &m, const X86Scenario &s, const arch::Bytes &bytes
   EXPECT_EQ(m.run(rr).status, RunResult::Status::Completed); // no task: only the stores run
 }
 
+// The patcher writes a call at the site, syncs, and writes the nop back.
+void callSyncNop(Machine &m, const X86Scenario &s) {
+  m.startPatcher([&s](arch::MachinePort &port) {
+    port.writeText(s.site, X86Scenario::call());
+    port.syncCores();
+    port.writeText(s.site, X86Scenario::nop());
+  });
+}
+
 class SnapshotModels : public ::testing::TestWithParam<const char *> {};
 
 // CPUs 1 and 2 still see the old bytes after the patcher's stores (stale and line fetch): the
@@ -86,13 +95,7 @@ TEST_P(SnapshotModels, EitherOfTwoSnapshotsRestoresInAnyOrder) {
 // After restores from two snapshots, a run is the same run as on a fresh machine.
 TEST_P(SnapshotModels, ARunAfterRestoresIsAFreshMachinesRun) {
   X86Scenario s(60);
-  auto patch = [&s](Machine &m) {
-    m.startPatcher([&s](arch::MachinePort &port) {
-      port.writeText(s.site, X86Scenario::call());
-      port.syncCores();
-      port.writeText(s.site, X86Scenario::nop());
-    });
-  };
+  auto patch = [&s](Machine &m) { callSyncNop(m, s); };
   Machine m(x86(), config(GetParam()));
   s.install(m, {0, 1, 1, 2});
   const Snapshot start = m.snapshot();
@@ -122,13 +125,7 @@ TEST_P(SnapshotModels, ARunAfterRestoresIsAFreshMachinesRun) {
 // run, in instruction-granular and in fast mode.
 TEST_P(SnapshotModels, RenewedEnginesRunAsAFreshMachine) {
   X86Scenario s(60);
-  auto patch = [&s](Machine &m) {
-    m.startPatcher([&s](arch::MachinePort &port) {
-      port.writeText(s.site, X86Scenario::call());
-      port.syncCores();
-      port.writeText(s.site, X86Scenario::nop());
-    });
-  };
+  auto patch = [&s](Machine &m) { callSyncNop(m, s); };
   for (unsigned quantum : {1u, 1000u}) {
     MachineConfig renewing = config(GetParam());
     renewing.quantum = quantum;

@@ -4,6 +4,7 @@
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/sim/Machine.h"
+#include "ftsim/sim/ReplayScheduler.h"
 #include "ftsim/verify/explore/Explore.h"
 
 #include <span>
@@ -158,19 +159,14 @@ protected:
     if (next_ >= choices_.size()) {
       if (continues_)
         return continuation(m, p);
-      fatal("replayed schedule ends after {} decisions, but the run asks for more: it does not "
-            "fit this scenario",
-            choices_.size());
+      sim::replayRanOut(choices_.size());
     }
     const std::uint32_t choice = choices_[next_];
     if (choice == kContinuationChoice) {
       ++next_;
       return continuation(m, p);
     }
-    if (choice >= p.options)
-      fatal("replayed decision #{} is {}, but only {} options are offered: the schedule does not "
-            "fit this scenario",
-            next_, choice, p.options);
+    sim::checkedReplayChoice(choice, next_, p);
     ++next_;
     return choice;
   }

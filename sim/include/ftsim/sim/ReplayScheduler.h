@@ -10,6 +10,13 @@
 
 namespace ftsim::sim {
 
+// Every replay's checks (this class's and the explorers' replays of files): answer number `index`
+// of a schedule, `choice`, against the options offered, and a schedule of `size` answers that ran
+// out; each a FatalError saying the schedule does not fit the scenario.
+std::uint32_t checkedReplayChoice(std::uint32_t choice, std::size_t index,
+                                  const DecisionPoint &point);
+[[noreturn]] void replayRanOut(std::size_t size);
+
 class ReplayScheduler : public Scheduler {
 public:
   explicit ReplayScheduler(std::vector<std::uint32_t> choices, Scheduler *then = nullptr)
