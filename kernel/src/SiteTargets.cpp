@@ -20,6 +20,7 @@ void SiteTargets::rest(std::uint64_t ip, arch::Bytes now) {
   s.states.clear();
   addState(s.states, now);
   s.newest = std::move(now);
+  pending_.erase(ip);
   publish_(ip, s.states);
 }
 
@@ -29,15 +30,22 @@ void SiteTargets::update(std::uint64_t ip, arch::Bytes old, arch::Bytes now) {
   addState(s.states, old);
   addState(s.states, now);
   s.newest = std::move(now);
+  if (s.states.size() > 1)
+    pending_.insert(ip);
   publish_(ip, s.states);
 }
 
 void SiteTargets::contextSynchronised() {
-  for (auto &[ip, s] : sites_)
-    if (s.states.size() > 1 && read_(ip, s.newest.size()) == s.newest) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    Site &s = sites_.at(*it);
+    if (read_(*it, s.newest.size()) == s.newest) {
       s.states = {s.newest};
-      publish_(ip, s.states);
+      publish_(*it, s.states);
+      it = pending_.erase(it);
+    } else {
+      ++it;
     }
+  }
 }
 
 std::vector<arch::Bytes> SiteTargets::legal(std::uint64_t ip) const {

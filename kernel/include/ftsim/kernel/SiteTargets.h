@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 namespace ftsim::kernel {
@@ -61,6 +62,9 @@ private:
   Publish publish_;
   Read read_;
   std::map<std::uint64_t, Site> sites_;
+  // The sites with more than one legal state, in address order: the only ones a synchronisation
+  // can narrow (enabling a tracer on 50,000 sites syncs 600 times; each visits these alone).
+  std::set<std::uint64_t> pending_;
 };
 
 // A MachinePort that forwards everything and calls `synced` after each syncCores() and
