@@ -32,9 +32,7 @@ bool Machine::Impl::enterInterrupt(unsigned cpu, EventRecord &rec) {
   sp -= abi.linkReg < 0 ? word : 2 * word;
   const std::uint64_t value = abi.linkReg < 0 ? irqReturnStub : interrupted;
   std::uint8_t bytes[8] = {};
-  for (unsigned i = 0; i < word; ++i)
-    bytes[i] = static_cast<std::uint8_t>(
-        value >> (arch.endian() == arch::Endian::Little ? 8 * i : 8 * (word - 1 - i)));
+  arch::storeInteger(arch.endian(), value, std::span(bytes, word));
   DataRegion *stack = nullptr;
   for (DataRegion &r : data)
     if (sp - r.base < r.size && r.size - (sp - r.base) >= 2 * word)

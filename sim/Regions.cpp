@@ -28,17 +28,12 @@ std::uint32_t Machine::Impl::readPreemptCount(int task) {
   std::uint8_t *&host = threadHost[task];
   if (!host)
     host = hostOf(data, state.tasks[task].info.threadArea);
-  std::uint32_t v = 0;
-  for (unsigned i = 0; i < 4; ++i)
-    v |= std::uint32_t{host[i]} << (arch.endian() == arch::Endian::Little ? 8 * i : 8 * (3 - i));
-  return v;
+  return static_cast<std::uint32_t>(arch::loadInteger(arch.endian(), std::span(host, 4)));
 }
 
 void Machine::Impl::writePreemptCount(int task, std::uint32_t count) {
-  std::uint8_t *host = hostOf(data, state.tasks[task].info.threadArea);
-  for (unsigned i = 0; i < 4; ++i)
-    host[i] = static_cast<std::uint8_t>(
-        count >> (arch.endian() == arch::Endian::Little ? 8 * i : 8 * (3 - i)));
+  arch::storeInteger(arch.endian(), count,
+                     std::span(hostOf(data, state.tasks[task].info.threadArea), 4));
 }
 
 void Machine::Impl::refreshRegions(unsigned cpu) {

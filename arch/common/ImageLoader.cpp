@@ -24,13 +24,7 @@ struct ElfCloser {
 };
 
 std::uint64_t readWord(const Arch &arch, const std::uint8_t *p) {
-  std::uint64_t v = 0;
-  const unsigned n = arch.wordSize();
-  for (unsigned i = 0; i < n; ++i) {
-    const unsigned shift = arch.endian() == Endian::Little ? 8 * i : 8 * (n - 1 - i);
-    v |= static_cast<std::uint64_t>(p[i]) << shift;
-  }
-  return v;
+  return loadInteger(arch.endian(), std::span(p, arch.wordSize()));
 }
 
 // The file in memory and libelf's view of it.

@@ -22,17 +22,13 @@ std::uint64_t PtRegsContext::load(int off) const {
   const unsigned n = arch_.wordSize();
   if (!cpu_.readMemory(regs_ + off, std::span(b, n)))
     FTSIM_PANIC("pt_regs at {:#x} is not mapped", regs_);
-  std::uint64_t v = 0;
-  for (unsigned i = 0; i < n; ++i)
-    v |= std::uint64_t{b[i]} << (8 * (arch_.endian() == Endian::Little ? i : n - 1 - i));
-  return v;
+  return loadInteger(arch_.endian(), std::span<const std::uint8_t>(b, n));
 }
 
 void PtRegsContext::store(int off, std::uint64_t v) {
   std::uint8_t b[8];
   const unsigned n = arch_.wordSize();
-  for (unsigned i = 0; i < n; ++i)
-    b[i] = static_cast<std::uint8_t>(v >> (8 * (arch_.endian() == Endian::Little ? i : n - 1 - i)));
+  storeInteger(arch_.endian(), v, std::span(b, n));
   if (!cpu_.writeMemory(regs_ + off, std::span<const std::uint8_t>(b, n)))
     FTSIM_PANIC("pt_regs at {:#x} is not mapped", regs_);
 }

@@ -16,11 +16,9 @@ namespace {
 constexpr std::size_t kMaxSyntheticFunctions = 1'000'000;
 
 void putWord(std::vector<std::uint8_t> &out, const Arch &arch, std::uint64_t v) {
-  const unsigned n = arch.wordSize();
-  for (unsigned i = 0; i < n; ++i) {
-    const unsigned shift = arch.endian() == Endian::Little ? 8 * i : 8 * (n - 1 - i);
-    out.push_back(static_cast<std::uint8_t>(v >> shift));
-  }
+  std::uint8_t b[8];
+  storeInteger(arch.endian(), v, std::span(b, arch.wordSize()));
+  out.insert(out.end(), b, b + arch.wordSize());
 }
 
 void append(std::vector<std::uint8_t> &out, std::initializer_list<std::uint8_t> bytes) {

@@ -16,22 +16,14 @@ std::uint64_t loadWord(const arch::Arch &isa, const arch::GuestContext &cpu, std
   const unsigned n = isa.wordSize();
   if (!cpu.readMemory(addr, std::span(b, n)))
     FTSIM_PANIC("guest stack word at {:#x} is not mapped", addr);
-  std::uint64_t v = 0;
-  for (unsigned i = 0; i < n; ++i) {
-    const unsigned shift = isa.endian() == arch::Endian::Little ? 8 * i : 8 * (n - 1 - i);
-    v |= std::uint64_t{b[i]} << shift;
-  }
-  return v;
+  return arch::loadInteger(isa.endian(), std::span<const std::uint8_t>(b, n));
 }
 
 void storeWord(const arch::Arch &isa, arch::GuestContext &cpu, std::uint64_t addr,
                std::uint64_t v) {
   std::uint8_t b[8] = {};
   const unsigned n = isa.wordSize();
-  for (unsigned i = 0; i < n; ++i) {
-    const unsigned shift = isa.endian() == arch::Endian::Little ? 8 * i : 8 * (n - 1 - i);
-    b[i] = static_cast<std::uint8_t>(v >> shift);
-  }
+  arch::storeInteger(isa.endian(), v, std::span(b, n));
   if (!cpu.writeMemory(addr, std::span<const std::uint8_t>(b, n)))
     FTSIM_PANIC("guest stack word at {:#x} is not mapped", addr);
 }
@@ -155,9 +147,7 @@ void Kernel::setFunctionTraceOp(model::FtraceOps &op) {
   const std::uint64_t value = guestOps(op);
   const unsigned n = image_.arch->wordSize();
   std::uint8_t b[8] = {};
-  for (unsigned i = 0; i < n; ++i)
-    b[i] = static_cast<std::uint8_t>(
-        value >> (image_.arch->endian() == arch::Endian::Little ? 8 * i : 8 * (n - 1 - i)));
+  arch::storeInteger(image_.arch->endian(), value, std::span(b, n));
   machine_->pokeData(ftraceData_, std::span<const std::uint8_t>(b, n));
 }
 

@@ -23,6 +23,20 @@ using Bytes = std::vector<std::uint8_t>;
 
 enum class Endian { Little, Big };
 
+// An integer of bytes.size() bytes (at most 8) as an ISA stores it, in byte order `e`, and back.
+inline std::uint64_t loadInteger(Endian e, std::span<const std::uint8_t> bytes) {
+  std::uint64_t v = 0;
+  const std::size_t n = bytes.size();
+  for (std::size_t i = 0; i < n; ++i)
+    v |= std::uint64_t{bytes[i]} << (8 * (e == Endian::Little ? i : n - 1 - i));
+  return v;
+}
+inline void storeInteger(Endian e, std::uint64_t v, std::span<std::uint8_t> bytes) {
+  const std::size_t n = bytes.size();
+  for (std::size_t i = 0; i < n; ++i)
+    bytes[i] = static_cast<std::uint8_t>(v >> (8 * (e == Endian::Little ? i : n - 1 - i)));
+}
+
 // An encoding request that cannot be satisfied: a branch target out of the instruction's range, or
 // misaligned. Never silently truncated.
 struct GuestAbi;
