@@ -133,17 +133,14 @@ SubtreeResult SubtreeRunner::run(std::uint32_t index,
 std::uint64_t estimateExecutions(std::uint32_t count, const std::vector<std::uint64_t> &finished,
                                  const std::vector<RunningSubtree> &running) {
   long double sum = 0;
-  std::size_t known = 0;
-  for (std::uint64_t n : finished) {
+  for (std::uint64_t n : finished)
     sum += static_cast<long double>(n);
-    ++known;
-  }
   for (const RunningSubtree &r : running) {
     // Below a searched fraction of 1/executions the path says less than the count itself.
     const long double e = static_cast<long double>(r.executions);
     sum += r.searched * e > 1 ? e / r.searched : e;
-    ++known;
   }
+  const std::size_t known = finished.size() + running.size();
   if (known == 0)
     return 0;
   const std::size_t unstarted = count > known ? count - known : 0;

@@ -1,11 +1,13 @@
 // The engine-level exhaustive search (VisibleSearch.h).
 //
 // What it covers. The base schedule is the fair continuation: the process that ran last while it
-// can, passing on at every kVisibleFairRun-th event of its own, to the patcher when it can run (the
-// CPUs run while it waits), else to the first enabled event; a stale byte the newest value. A
-// *deviation* is any other answer. The search covers every schedule with at most `bound` deviations
-// whose deviations are at *branching points*: a decision right after a visible event, where the
-// last process cannot continue, or where the base passes to another process.
+// can (after a timer interrupt that returns to the same task or enters the guest's handler, the
+// CPU's own process: the interrupt is one event), passing on at every kVisibleFairRun-th event of
+// its own, to the patcher when it can run (the CPUs run while it waits), else to the first
+// enabled event; a stale byte the newest value. A *deviation* is any other answer. The search
+// covers every schedule with at most `bound` deviations whose deviations are at *branching points*:
+// a decision right after a visible event, where the last process cannot continue, or where the base
+// passes to another process.
 //
 // Visible events (scheduling points). An event is invisible when it is a fast-mode Run or a Step
 // with no footprint at all: no watched fetch, no watched data access, no shared read, no change of
