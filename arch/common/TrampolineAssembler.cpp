@@ -73,14 +73,33 @@ void TrampolineAssembler::hypercallStubs(const TrampolineRequest &request,
   emit(ret_);
   code_.listFuncStub = at("ftrace_ops_list_func");
   code_.listFuncTrap = at("ftrace_ops_list_read");
-  code_.prepareReturnStub = stub("prepare_ftrace_return");
+  if (!request.graphViaOps) // ftrace_graph_caller's call; ftrace_graph_func is a callback stub
+    code_.prepareReturnStub = stub("prepare_ftrace_return");
   code_.returnHandlerStub = stub("ftrace_return_to_handler");
   for (unsigned i = 0; i < request.callbackStubs; ++i)
     code_.callbackStubs.push_back(stub(fmt::format("ftrace_callback_{}", i)));
   align(16);
 }
 
+std::uint64_t TrampolineAssembler::atIfAny(const std::string &name) const {
+  auto it = labels_.find(name);
+  return it == labels_.end() ? 0 : it->second;
+}
+
 AssembledListing TrampolineAssembler::finish(const std::string &tail) {
+  AssembledListing out = finishListing();
+  out.ops.tail = at(tail);
+  out.ops.closingSize = arch_.siteSize();
+  return out;
+}
+
+AssembledListing TrampolineAssembler::finishReturning(unsigned closingSize) {
+  AssembledListing out = finishListing();
+  out.ops.closingSize = closingSize;
+  return out;
+}
+
+AssembledListing TrampolineAssembler::finishListing() {
   for (const Branch &b : branches_) {
     const std::uint64_t site = base_ + b.offset;
     const EncodeResult r = b.link ? arch_.call(site, at(b.target)) : arch_.jump(site, at(b.target));
@@ -98,8 +117,8 @@ AssembledListing TrampolineAssembler::finish(const std::string &tail) {
   code.ftraceRegsCaller = at("ftrace_regs_caller");
   code.ftraceRegsCall = at("ftrace_regs_call");
   code.ftraceStub = at("ftrace_stub");
-  code.ftraceGraphCall = at("ftrace_graph_call");
-  code.ftraceGraphCaller = at("ftrace_graph_caller");
+  code.ftraceGraphCall = atIfAny("ftrace_graph_call");
+  code.ftraceGraphCaller = atIfAny("ftrace_graph_caller");
   code.returnToHandler = at("return_to_handler");
   code.siteSize = arch_.siteSize();
   const std::uint64_t end = code.base + code.bytes.size();
@@ -110,7 +129,6 @@ AssembledListing TrampolineAssembler::finish(const std::string &tail) {
   }
   out.ops.callerEnd = at("ftrace_caller_end");
   out.ops.regsCallerEnd = at("ftrace_regs_caller_end");
-  out.ops.tail = at(tail);
   out.ops.fill = fill_;
   out.ops.callbackStub = arch_.trap();
   out.ops.callbackStub.insert(out.ops.callbackStub.end(), ret_.begin(), ret_.end());
@@ -122,7 +140,7 @@ AssembledTrampolines::Layout AssembledTrampolines::opsLayout(bool saveRegs) cons
   l.start = saveRegs ? code_.ftraceRegsCaller : code_.ftraceCaller;
   l.call = saveRegs ? code_.ftraceRegsCall : code_.ftraceCall;
   l.jump = (saveRegs ? ops_.regsCallerEnd : ops_.callerEnd) - l.start;
-  l.stub = (l.jump + code_.siteSize + 15) / 16 * 16;
+  l.stub = (l.jump + ops_.closingSize + 15) / 16 * 16;
   l.size = (l.stub + ops_.callbackStub.size() + 15) / 16 * 16;
   return l;
 }
@@ -135,7 +153,7 @@ OpsTrampolineCode AssembledTrampolines::makeOpsTrampoline(std::uint64_t base, bo
   out.base = base;
   out.saveRegs = saveRegs;
   const auto from = code_.bytes.begin() + static_cast<std::ptrdiff_t>(layout.start - code_.base);
-  out.bytes.assign(from, from + static_cast<std::ptrdiff_t>(layout.jump + code_.siteSize));
+  out.bytes.assign(from, from + static_cast<std::ptrdiff_t>(layout.jump + ops_.closingSize));
   out.bytes.resize(layout.size, ops_.fill);
   out.callSite = base + (layout.call - layout.start);
   out.callbackStub = base + layout.stub;
@@ -146,8 +164,11 @@ OpsTrampolineCode AssembledTrampolines::makeOpsTrampoline(std::uint64_t base, bo
               out.bytes.begin() + static_cast<std::ptrdiff_t>(at - base));
   };
   put(out.callSite, arch_.call(out.callSite, out.callbackStub), "the call to its callback");
-  const std::uint64_t jump = base + layout.jump;
-  put(jump, arch_.jump(jump, ops_.tail), "the jump back to the shared epilogue");
+  // v6.x's create_trampoline() ends the copy with a return, as its caller does: nothing to move.
+  if (ops_.tail) {
+    const std::uint64_t jump = base + layout.jump;
+    put(jump, arch_.jump(jump, ops_.tail), "the jump back to the shared epilogue");
+  }
   std::copy(ops_.callbackStub.begin(), ops_.callbackStub.end(),
             out.bytes.begin() + static_cast<std::ptrdiff_t>(layout.stub));
   return out;

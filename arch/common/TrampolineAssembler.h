@@ -28,9 +28,10 @@ namespace ftsim::arch {
 
 // What a per-ops trampoline is copied from, besides the shared trampolines' code.
 struct OpsTrampolineSource {
-  std::uint64_t callerEnd = 0;     // ftrace_caller's closing jump
-  std::uint64_t regsCallerEnd = 0; // ftrace_regs_caller's closing jump
-  std::uint64_t tail = 0;          // where both jump (the shared epilogue)
+  std::uint64_t callerEnd = 0;     // ftrace_caller's closing jump or return
+  std::uint64_t regsCallerEnd = 0; // ftrace_regs_caller's closing jump or return
+  std::uint64_t tail = 0;          // where both jump (the shared epilogue); 0: they return
+  unsigned closingSize = 0;        // bytes of the closing instruction
   std::uint8_t fill = 0;           // padding, never executed
   Bytes callbackStub;              // the ISA's hypercall stub: trap, return
 };
@@ -69,8 +70,11 @@ public:
                       std::span<const std::uint8_t> preemptDisable,
                       std::span<const std::uint8_t> preemptEnable);
 
-  // The finished trampolines; `tail` is the label the callers' closing jumps go to.
+  // The finished trampolines; `tail` is the label the callers' closing jumps go to (graph entry
+  // by the patched ftrace_graph_call).
   AssembledListing finish(const std::string &tail);
+  // The same for callers that end in a return of `closingSize` bytes (graph entry via ops).
+  AssembledListing finishReturning(unsigned closingSize);
 
 protected:
   void emit(std::span<const std::uint8_t> bytes) {
@@ -82,6 +86,8 @@ protected:
 
 private:
   void branch(const std::string &target, bool link);
+  AssembledListing finishListing();
+  std::uint64_t atIfAny(const std::string &name) const;
   std::uint64_t stub(const std::string &name);
 
   const Arch &arch_;

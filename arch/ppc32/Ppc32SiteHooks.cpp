@@ -1,5 +1,6 @@
-// The ppc32 SiteHooks: arch/powerpc/kernel/trace/ftrace.c (Linux v6.6) and the ftrace part of the
-// module loader (module_finalize_ftrace() in arch/powerpc/kernel/module_32.c).
+// The ppc32 SiteHooks: arch/powerpc/kernel/trace/ftrace.c (Linux v6.6, and before it where
+// SiteHooksRequest::ftraceInitNop is off: v6.1's and v4.19's ftrace_make_nop()) and the ftrace part
+// of the module loader (module_finalize_ftrace() in arch/powerpc/kernel/module_32.c).
 //  - ftrace_init_nop() for both call-site layouts: gcc -pg (`mflr r0; stw r0,4(r1); bl _mcount`,
 //    verify the two words before the site, nop the bl) and -fpatchable-function-entry=2 (verify
 //    two nops, patch `mflr r0` in over the first; the site is the second: ftrace_call_adjust());
@@ -67,6 +68,10 @@ public:
     if (!request.image)
       FTSIM_PANIC("ppc32 site hooks need the kernel image for its call-site layout");
     layout_ = siteLayout(*request.image);
+    if (layout_ == SiteLayout::PatchableEntry && !request.ftraceInitNop)
+      fatal("{}: -fpatchable-function-entry sites, which powerpc ftrace takes only since "
+            "ftrace_init_nop() (v6.6)",
+            request.image->name);
   }
 
   std::uint64_t recordDatum(std::string_view module) const override {
@@ -178,11 +183,14 @@ PatchOutcome Ppc32SiteHooks::initNop(MachinePort &port, std::uint64_t &ip, std::
                                      std::uint64_t mcountAddr) {
   if (layout_ == SiteLayout::PatchableEntry)
     return initPatchableEntry(port, ip);
-  // Expected sequence: 'mflr r0', 'stw r0,4(r1)', 'bl _mcount'.
-  if (PatchOutcome o = expectWord(port, ip - 8, ppc::kMflrR0); !o.ok())
-    return o;
-  if (PatchOutcome o = expectWord(port, ip - 4, ppc::kStwR0_4R1); !o.ok())
-    return o;
+  // Expected sequence: 'mflr r0', 'stw r0,4(r1)', 'bl _mcount' (v6.6 on; before, ftrace_make_nop()
+  // at boot reads the bl alone: ftrace_modify_code() or, in a module, __ftrace_make_nop()).
+  if (request_.ftraceInitNop) {
+    if (PatchOutcome o = expectWord(port, ip - 8, ppc::kMflrR0); !o.ok())
+      return o;
+    if (PatchOutcome o = expectWord(port, ip - 4, ppc::kStwR0_4R1); !o.ok())
+      return o;
+  }
   const EncodeResult direct = arch().call(ip, mcountAddr);
   if (direct.ok)
     return modifyCodeDirect(port, ip, direct.bytes, ppc::wordBytes(ppc::kNop));

@@ -33,9 +33,14 @@
 //       bl    ftrace_return_to_handler               ; returns the real return address
 //       mtlr r3 ; restore r3, r4 ; addi r1,r1,16 ; blr
 //
+// The graph entry is the release's (TrampolineRequest::graphViaOps): v6.x's callers end in their
+// own bctr and the graph tracer's callback ftrace_graph_func() rewrites pt_regs->link; before,
+// both callers branch to ftrace_caller_common, whose ftrace_graph_call ftrace_32.S patched.
+//
 // Differences from Linux, all deliberate:
-//  - The graph entry is the ftrace_graph_call site of ftrace_32.S before v6.x (the interface's
-//    ftrace_graph_call / ftrace_graph_caller), not the ftrace_graph_func ops of v6.x.
+//  - Before v6.x the callers themselves were ftrace_32.S's MCOUNT_SAVE_FRAME listing; this one
+//    is v6.6's entry and exit with the older graph entry behind it (the same registers reach the
+//    callback and prepare_ftrace_return).
 //  - function_trace_op is loaded into r5 with `lis r5,function_trace_op@ha; lwz r5,..@l(r5)`
 //    when the request gives its address (the simulated kernel does); otherwise r5 is 0.
 //  - MSR is not read with mfmsr: ftrace_regs_caller stores MSR_KERNEL
@@ -196,16 +201,20 @@ int ptRegsSlot(int ucRegId) {
 
 constexpr TrampolineAbi kAbi{{NIP, GPR0 + 4, ptRegsSlot}, UC_PPC_REG_3, UC_PPC_REG_3};
 
-// ftrace_regs_caller, then ftrace_caller falling into ftrace_caller_common (ftrace_graph_call,
-// ftrace_graph_stub) and ftrace_stub.
-void ftraceCallers(Emitter &e) {
+// ftrace_regs_caller, then ftrace_caller, each ending in a branch to ftrace_caller_common
+// (ftrace_graph_call, ftrace_graph_stub) or, graph via ops (v6.x ftrace_regs_exit), in its own
+// bctr; then ftrace_stub.
+void ftraceCallers(Emitter &e, bool graphViaOps) {
   e.function("ftrace_regs_caller");
   ftraceRegsEntry(e, true);
   e.label("ftrace_regs_call");
   e.call("ftrace_stub");
   ftraceRegsExit(e, true);
   e.label("ftrace_regs_caller_end");
-  e.jump("ftrace_caller_common");
+  if (graphViaOps)
+    e.bctr(); // jump after _mcount site
+  else
+    e.jump("ftrace_caller_common");
 
   e.function("ftrace_caller");
   ftraceRegsEntry(e, false);
@@ -213,6 +222,12 @@ void ftraceCallers(Emitter &e) {
   e.call("ftrace_stub");
   ftraceRegsExit(e, false);
   e.label("ftrace_caller_end");
+  if (graphViaOps) {
+    e.bctr();
+    e.function("ftrace_stub");
+    e.blr();
+    return;
+  }
   e.jump("ftrace_caller_common");
 
   e.label("ftrace_caller_common");
@@ -264,8 +279,9 @@ void returnToHandler(Emitter &e) {
 AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
   Emitter e(arch, request.base);
   e.functionTraceOp = request.functionTraceOp;
-  ftraceCallers(e);
-  ftraceGraphCaller(e);
+  ftraceCallers(e, request.graphViaOps);
+  if (!request.graphViaOps)
+    ftraceGraphCaller(e);
   returnToHandler(e);
   // lwz r11,0(r2); addi r11,r11,+-1; stw r11,0(r2): the preempt count in the thread area r2
   // points at (Linux's `current`; sim/README.md, "Regions"); r11 is volatile in a C function.
@@ -278,7 +294,7 @@ AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
     return out;
   };
   e.hypercallStubs(request, countBy(1), countBy(-1));
-  return e.finish("ftrace_caller_common");
+  return request.graphViaOps ? e.finishReturning(4) : e.finish("ftrace_caller_common");
 }
 
 // Per-ops trampolines on ppc32 (AssembledTrampolines::makeOpsTrampoline). Linux has none on
@@ -307,8 +323,8 @@ public:
   // (setReturnValue); the trampoline writes it to LR and to that word.
   CallbackArgs argsOf(const GuestContext &cpu) const override {
     CallbackArgs args;
-    const bool prepare =
-        cpu.pc() >= code().prepareReturnStub && cpu.pc() < code().prepareReturnStub + 16;
+    const bool prepare = code().prepareReturnStub && cpu.pc() >= code().prepareReturnStub &&
+                         cpu.pc() < code().prepareReturnStub + 16;
     if (prepare) {
       args.ip = cpu.reg(UC_PPC_REG_4);
       args.parentIp = cpu.reg(UC_PPC_REG_3);
@@ -322,6 +338,11 @@ public:
     std::uint8_t msr[4] = {};
     args.fullRegs = cpu.readMemory(args.regs + MSR, msr) && ppc32::wordOf(msr) != 0;
     return args;
+  }
+
+  // ftrace_graph_func(): fregs->regs.link, which ftrace_regs_exit moves into LR before the bctr.
+  std::uint64_t graphReturnSlot(const GuestContext &, std::uint64_t regs) const override {
+    return regs + LINK;
   }
 };
 

@@ -37,7 +37,7 @@ X86_64PokeStep compileStep(const ProtocolStep &step, std::size_t index) {
 } // namespace
 
 X86_64PokeProgram compileX86_64Program(const ProtocolProgram &p) {
-  checkSettingKeys(p, {"handler", "lookup", "sorted"});
+  checkSettingKeys(p, {"handler", "lookup", "sorted", "batch"});
   X86_64PokeProgram out;
   const std::string_view handler =
       programSetting(p, "handler", "emulate", {"emulate", "skip", "unknown"});
@@ -48,6 +48,9 @@ X86_64PokeProgram compileX86_64Program(const ProtocolProgram &p) {
                    ? X86_64PokeProgram::Lookup::Bsearch
                    : X86_64PokeProgram::Lookup::FirstOnly;
   out.sorted = programSetting(p, "sorted", "true", {"true", "false"}) == "true";
+  out.vecMax = programSetting(p, "batch", "256", {"256", "all"}) == "all"
+                   ? 0
+                   : X86_64PokeProgram::kTextPokeVecMax;
   for (std::size_t i = 0; i < p.steps.size(); ++i)
     out.steps.push_back(compileStep(p.steps[i], i + 1));
   return out;

@@ -44,10 +44,11 @@ const std::vector<ProtocolEntry> &x86_64Protocols() {
           "(arch/x86/kernel/alternative.c)",
           "faithful"),
       x86("int3-skip",
-          "the int3 handler jumps over the site instead of emulating the new "
-          "instruction (ftrace_int3_handler before 2019)",
-          linux, "ftrace_int3_handler before 9e298e860408 (2019)", "faithful",
-          {{"handler", "skip"}}),
+          "ftrace's own breakpoint code (before 9e298e860408, 2019): the int3 handler jumps "
+          "over the site instead of emulating the new instruction, and each pass covers every "
+          "record (no 256-site batches)",
+          linux, "ftrace_int3_handler and ftrace_replace_code() before 9e298e860408 (2019)",
+          "faithful", {{"handler", "skip"}, {"batch", "all"}}),
       x86("int3-nosync", "no text_poke_sync() between the phases",
           {publish, int3s, tails, firsts, withdraw}, kMutant, "teaching-strawman"),
       x86("direct", "plain stores of the new bytes, no breakpoint (then one sync)",

@@ -48,10 +48,10 @@ public:
         [this](GuestContext &ctx, std::uint64_t addr) { return handleInt3(ctx, addr); });
   }
 
-  // text_poke_queue(): batch up to TP_VEC_MAX ascending entries.
+  // text_poke_queue(): batch up to TP_VEC_MAX ascending entries (vecMax 0: every one).
   void queue(const PatchRequest &request) override {
     checkRequest(request);
-    if (queued_.size() == kTextPokeVecMax ||
+    if ((program_.vecMax && queued_.size() == program_.vecMax) ||
         (program_.sorted && !queued_.empty() && request.addr < queued_.back().addr))
       flush();
     queued_.push_back({request.addr, request.oldBytes, request.newBytes});

@@ -26,15 +26,18 @@ struct X86_64PokeProgram {
     SkipSite, // pre-2019 ftrace_int3_handler: resume after the site, as if it were a nop
     Unknown   // the handler knows no site: every int3 is "not mine"
   } handler = Handler::Emulate;
+  // TP_VEC_MAX: PAGE_SIZE / sizeof(struct text_poke_loc) in Linux.
+  static constexpr std::size_t kTextPokeVecMax = 256;
   // bsearch over the sorted vector; FirstOnly compares only vec[0], missing every other site.
   enum class Lookup { Bsearch, FirstOnly } lookup = Lookup::Bsearch;
   // text_poke_queue() flushes when the next address is lower (tp_order_fail); false leaves the
   // vector unsorted, so the handler's bsearch misses (cf. 2aebf5ee43bf).
   bool sorted = true;
+  // Sites per batch: TP_VEC_MAX (text_poke_queue(), v5.6 on), or 0 for no limit: ftrace's own
+  // breakpoint code (arch/x86/kernel/ftrace.c ftrace_replace_code() before v5.6) makes each pass
+  // over every record, three syncs per update however many sites change.
+  std::size_t vecMax = kTextPokeVecMax;
 };
-
-// TP_VEC_MAX: PAGE_SIZE / sizeof(struct text_poke_loc) in Linux.
-inline constexpr std::size_t kTextPokeVecMax = 256;
 
 std::unique_ptr<PatchProtocol> makeX86_64Poke(const Arch &arch, std::string name,
                                               std::string difference, X86_64PokeProgram program);

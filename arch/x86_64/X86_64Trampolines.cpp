@@ -1,7 +1,12 @@
-// ftrace's x86-64 trampolines, generated as machine code at boot. The listing follows
-// arch/x86/kernel/ftrace_64.S of Linux 5.x (before ftrace_regs became the callback argument and
-// before the graph entry moved into an ftrace_ops), including the mcount flavour it supported
-// until 562e14f72292 "ftrace/x86: Remove mcount support":
+// ftrace's x86-64 trampolines, generated as machine code at boot, in the release's two shapes
+// (TrampolineRequest::graphViaOps):
+//  - v4.19 and before: arch/x86/kernel/ftrace_64.S with the graph entry as a patched jump, below,
+//    including the mcount flavour it supported until 562e14f72292 "ftrace/x86: Remove mcount
+//    support";
+//  - v6.1 and v6.12 (CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS): the same callers ending in
+//    `ftrace_caller_end: RET` / `ftrace_regs_caller_end: RET`, no ftrace_epilogue, no
+//    ftrace_graph_call or ftrace_graph_caller; function_graph is an ops whose callback
+//    ftrace_graph_func() rewrites the return address at kernel_stack_pointer(regs). fentry only.
 //
 //   ftrace_caller:      save_mcount_regs                  ; pt_regs frame, rdi = ip, rsi = parent
 //                       leaq MCOUNT_REG_SIZE+8(%rsp),%rcx ; movq %rcx,RSP(%rsp)
@@ -183,8 +188,9 @@ void restoreMcountRegs(Emitter &e) {
   e.addSub(false, rsp, kMcountRegSize);
 }
 
-// ftrace_caller, then ftrace_epilogue with ftrace_graph_call and ftrace_stub.
-void ftraceCaller(Emitter &e, SiteFlavour flavour) {
+// ftrace_caller, then (graph by ftrace_graph_call) ftrace_epilogue with ftrace_graph_call and
+// ftrace_stub, or (graph via ops, v6.x) `ftrace_caller_end: RET` and ftrace_stub on its own.
+void ftraceCaller(Emitter &e, SiteFlavour flavour, bool graphViaOps) {
   e.function("ftrace_caller");
   saveMcountRegs(e, flavour, 0);
   // Stack - skipping return address of ftrace_caller.
@@ -202,6 +208,12 @@ void ftraceCaller(Emitter &e, SiteFlavour flavour) {
   e.movStore(rax, rsp, kMcountRegSize);
   restoreMcountRegs(e);
   e.label("ftrace_caller_end");
+  if (graphViaOps) {
+    e.ret();
+    e.function("ftrace_stub");
+    e.ret();
+    return;
+  }
   e.jump("ftrace_epilogue");
 
   e.symbol("ftrace_epilogue");
@@ -211,7 +223,7 @@ void ftraceCaller(Emitter &e, SiteFlavour flavour) {
   e.ret();
 }
 
-void ftraceRegsCaller(Emitter &e, SiteFlavour flavour) {
+void ftraceRegsCaller(Emitter &e, SiteFlavour flavour, bool graphViaOps) {
   e.function("ftrace_regs_caller");
   e.pushfq(); // save the current flags before any operations that can change them
   saveMcountRegs(e, flavour, 8);
@@ -248,7 +260,10 @@ void ftraceRegsCaller(Emitter &e, SiteFlavour flavour) {
   restoreMcountRegs(e);
   e.popfq();
   e.label("ftrace_regs_caller_end");
-  e.jump("ftrace_epilogue");
+  if (graphViaOps)
+    e.ret(); // "The trampoline will add the return."
+  else
+    e.jump("ftrace_epilogue");
 }
 
 void ftraceGraphCaller(Emitter &e, SiteFlavour flavour) {
@@ -283,16 +298,23 @@ void returnToHandler(Emitter &e) {
 AssembledListing assemble(const Arch &arch, const TrampolineRequest &request) {
   Emitter e(arch, request.base);
   e.functionTraceOp = request.functionTraceOp;
-  ftraceCaller(e, request.flavour);
-  ftraceRegsCaller(e, request.flavour);
-  ftraceGraphCaller(e, request.flavour);
+  // v6.x's ftrace_64.S has no mcount entry (562e14f72292): its graph entry reads the parent's
+  // return address at regs->sp, which is the fentry layout.
+  if (request.graphViaOps && request.flavour != SiteFlavour::Fentry)
+    fatal("x86-64 trampolines with function_graph via ops take fentry sites only (v6.x builds "
+          "with -mfentry); mcount sites need the ftrace_graph_call entry of v4.19 and before (run "
+          "as Linux 4.19 or 3.13)");
+  ftraceCaller(e, request.flavour, request.graphViaOps);
+  ftraceRegsCaller(e, request.flavour, request.graphViaOps);
+  if (!request.graphViaOps)
+    ftraceGraphCaller(e, request.flavour);
   returnToHandler(e);
   // incl %gs:0 / decl %gs:0: Linux's incl %gs:__preempt_count (preempt_count_add), the thread
   // area's first word in the machine (sim/README.md, "Regions").
   static const std::uint8_t preemptDisable[] = {0x65, 0xff, 0x04, 0x25, 0, 0, 0, 0};
   static const std::uint8_t preemptEnable[] = {0x65, 0xff, 0x0c, 0x25, 0, 0, 0, 0};
   e.hypercallStubs(request, preemptDisable, preemptEnable);
-  return e.finish("ftrace_epilogue");
+  return request.graphViaOps ? e.finishReturning(1) : e.finish("ftrace_epilogue");
 }
 
 int ptRegsSlot(int ucRegId) {
@@ -327,6 +349,15 @@ public:
     std::uint8_t cs[8] = {};
     args.fullRegs = cpu.readMemory(args.regs + CS, cs) && cs[0] == kKernelCs;
     return args;
+  }
+
+  // kernel_stack_pointer(regs): both callers store RSP = the stack above their return address,
+  // where a fentry site's parent return address is.
+  std::uint64_t graphReturnSlot(const GuestContext &cpu, std::uint64_t regs) const override {
+    std::uint8_t sp[8] = {};
+    if (!cpu.readMemory(regs + RSP, sp))
+      FTSIM_PANIC("pt_regs at {:#x} are not mapped", regs);
+    return loadInteger(Endian::Little, sp);
   }
 };
 

@@ -51,8 +51,9 @@ void Kernel::bindHypercalls() {
         FTSIM_PANIC("callback stub {:#x} called before it was assigned", stub);
       traceCallback(cpu, *function);
     });
-  machine_->setHypercall(code.prepareReturnStub,
-                         [this](arch::GuestContext &cpu) { prepareReturn(cpu); });
+  if (code.prepareReturnStub)
+    machine_->setHypercall(code.prepareReturnStub,
+                           [this](arch::GuestContext &cpu) { prepareReturn(cpu); });
   machine_->setHypercall(code.returnHandlerStub,
                          [this](arch::GuestContext &cpu) { returnToHandler(cpu); });
 }
@@ -67,6 +68,8 @@ void Kernel::makeTraceFs() {
   };
   env.sampleStack = [this](std::uint64_t ip) { return sampleStack(ip); };
   env.symbol = [this](std::uint64_t addr, bool withOffset) { return symbolName(addr, withOffset); };
+  if (config_.release.graphViaOps)
+    env.graphFunc = [this](std::uint64_t ip) { graphFunc(ip); };
   tracefs_ = std::make_unique<model::TraceFs>(*core_, std::move(env), config_.bufferEntriesPerCpu);
 }
 
@@ -182,27 +185,40 @@ model::StackSample Kernel::sampleStack(std::uint64_t) {
 
 // --- function_graph -----------------------------------------------------------------------------
 
-// prepare_ftrace_return(self_addr, parent, frame_pointer) -> function_graph_enter(): push the
-// return onto the task's return stack and make the traced function return to return_to_handler.
-void Kernel::prepareReturn(arch::GuestContext &cpu) {
-  const arch::CallbackArgs args = trampolines_->argsOf(cpu);
+// function_graph_enter() for the traced function at `ip`, whose return address is the guest word
+// at `slot`: push the return onto the task's return stack and make the function return to
+// return_to_handler. Returns where the function returns to now.
+std::uint64_t Kernel::graphEnter(arch::GuestContext &cpu, std::uint64_t ip, std::uint64_t slot) {
   const arch::Arch &isa = *image_.arch;
-  const std::uint64_t old = loadWord(isa, cpu, args.parentSlot);
+  const std::uint64_t old = loadWord(isa, cpu, slot);
   auto &stack = retStacks_[taskKey(cpu)];
   const int depth = static_cast<int>(stack.size());
   const model::TraceContext context = contextOf(cpu);
+  arch::GuestContext *const outer = current_; // inside a callback when the graph is an ops
   current_ = &cpu;
-  const unsigned users = tracefs_->graphEntry(args.ip, depth, context);
-  current_ = nullptr;
-  // prepare_ftrace_return() returns where the traced function must return to: the ppc32 graph
-  // caller writes it to LR and to the caller's LR save word (ftrace_32.S); x86's ignores rax.
-  if (!users) {
-    trampolines_->setReturnValue(cpu, old);
-    return;
-  }
-  stack.push_back({old, args.ip, context.timestampNs, users, depth});
-  storeWord(isa, cpu, args.parentSlot, trampolines_->code().returnToHandler);
-  trampolines_->setReturnValue(cpu, trampolines_->code().returnToHandler);
+  const unsigned users = tracefs_->graphEntry(ip, depth, context);
+  current_ = outer;
+  if (!users)
+    return old;
+  stack.push_back({old, ip, context.timestampNs, users, depth});
+  storeWord(isa, cpu, slot, trampolines_->code().returnToHandler);
+  return trampolines_->code().returnToHandler;
+}
+
+// prepare_ftrace_return(self_addr, parent, frame_pointer), called by ftrace_graph_caller. It
+// returns where the traced function must return to: the ppc32 graph caller writes it to LR and to
+// the caller's LR save word (ftrace_32.S); x86's ignores rax.
+void Kernel::prepareReturn(arch::GuestContext &cpu) {
+  const arch::CallbackArgs args = trampolines_->argsOf(cpu);
+  trampolines_->setReturnValue(cpu, graphEnter(cpu, args.ip, args.parentSlot));
+}
+
+// ftrace_graph_func(), graph_ops' callback where the graph tracer is an ops: the return address
+// it rewrites is the callback's (x86 kernel_stack_pointer(regs), ppc32 regs->link).
+void Kernel::graphFunc(std::uint64_t ip) {
+  if (!current_)
+    FTSIM_PANIC("ftrace_graph_func outside a callback");
+  graphEnter(*current_, ip, trampolines_->graphReturnSlot(*current_, currentRegs_));
 }
 
 // ftrace_return_to_handler(): pop the return stack, report the return, give the real return

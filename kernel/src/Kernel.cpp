@@ -128,6 +128,7 @@ void applyLinuxProfile(KernelConfig &config, std::string_view profile, std::stri
   config.pre59338f754a55 = p.pre59338f754a55;
   config.pre405e1d834807 = p.pre405e1d834807;
   config.freePolicy = p.free;
+  config.release = p.code;
 }
 
 } // namespace ftsim::kernel

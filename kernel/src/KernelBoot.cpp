@@ -51,6 +51,8 @@ void Kernel::mapTrampolines(std::uint64_t base) {
   request.base = base;
   request.flavour = flavour_;
   request.splitListFunction = config_.splitListFunction;
+  // x86-64 mcount sites with v6.x's graph entry are a FatalError of the target's generator.
+  request.graphViaOps = config_.release.graphViaOps;
   // ftrace's data the trampolines load: function_trace_op, then one word per ops it can point at
   // (the ops' guest address; Kernel::guestOps).
   ftraceData_ = base - kFtraceDataSize;
@@ -74,8 +76,8 @@ void Kernel::makePatcher() {
   // The target's SiteHooks: ftrace_init_nop for the image's call-site layout, calls through
   // module long-branch stubs, range errors. ftrace_call's target for each trace function comes
   // from the core's table of stubs.
-  siteHooks_ =
-      isa.makeSiteHooks({&image_, protocol_.get(), code.ftraceCaller, code.ftraceRegsCaller});
+  siteHooks_ = isa.makeSiteHooks({&image_, protocol_.get(), code.ftraceCaller,
+                                  code.ftraceRegsCaller, config_.release.ppc32InitNop});
   // Each record site's exact legal states (SiteTargets.h), told of every all-CPU sync through
   // the port the patcher and the core use, and published to the machine once sites are watched.
   siteTargets_ = std::make_unique<SiteTargets>(
@@ -135,6 +137,7 @@ void Kernel::makeCore() {
   ftrace.patcher = patcher_.get();
   ftrace.port = rulePort_ ? static_cast<arch::MachinePort *>(rulePort_.get()) : syncPort_.get();
   ftrace.freePolicy = config_.freePolicy;
+  ftrace.records = *config_.release.records;
   ftrace.functionTraceOpChanged = [this](model::FtraceOps &op) { setFunctionTraceOp(op); };
   if (config_.opsTrampolines)
     enableOpsTrampolines(ftrace);
@@ -142,10 +145,13 @@ void Kernel::makeCore() {
   // ftrace_graph_call as generated is the "graph off" state: `jmp ftrace_stub` on x86-64 (whose
   // ret returns from ftrace_caller), `b ftrace_graph_stub` on ppc32 (whose bctr goes back into the
   // traced function: a `b ftrace_stub` there would return to the parent and skip the function).
-  const auto graphAt =
-      code.bytes.begin() + static_cast<std::ptrdiff_t>(code.ftraceGraphCall - code.base);
-  ftrace.graphCall = {code.ftraceGraphCall, code.ftraceGraphCaller,
-                      arch::Bytes(graphAt, graphAt + code.siteSize)};
+  // A release whose graph tracer is an ops has no such site (GraphCallSite 0).
+  if (code.ftraceGraphCall) {
+    const auto graphAt =
+        code.bytes.begin() + static_cast<std::ptrdiff_t>(code.ftraceGraphCall - code.base);
+    ftrace.graphCall = {code.ftraceGraphCall, code.ftraceGraphCaller,
+                        arch::Bytes(graphAt, graphAt + code.siteSize)};
+  }
   const model::Symbolizer imageSymbols = model::imageSymbolizer(image_);
   ftrace.symbolizer = [this, imageSymbols](std::uint64_t addr) -> std::optional<model::SymbolInfo> {
     for (const arch::ImageSymbol &s : trampolines_->code().symbols)

@@ -39,10 +39,11 @@ std::vector<PatchSite> Kernel::patchSites() const {
     sites.push_back(std::move(site));
   }
   const model::GraphCallSite &graph = core_->config().graphCall;
-  sites.push_back({graph.site,
-                   code.siteSize,
-                   {graph.off, isa.jump(graph.site, graph.caller).bytes},
-                   "ftrace_graph_call"});
+  if (graph.site)
+    sites.push_back({graph.site,
+                     code.siteSize,
+                     {graph.off, isa.jump(graph.site, graph.caller).bytes},
+                     "ftrace_graph_call"});
   return sites;
 }
 

@@ -16,10 +16,12 @@ std::string_view toString(UpdateAction action) {
   return "?";
 }
 
-bool skipRecord(const DynFtrace &rec) {
+bool skipRecord(const DynFtrace &rec, const RecordRules &rules) {
   // At boot, weak functions are set to disabled. If a record is disabled but already enabled,
   // keep processing it so that the accounting stays right (kernel/trace/ftrace.c skip_record).
-  return rec.has(RecordFlag::Disabled) && !rec.has(RecordFlag::Enabled);
+  if (rules.skipRecordKeepsEnabled)
+    return rec.has(RecordFlag::Disabled) && !rec.has(RecordFlag::Enabled);
+  return rec.has(RecordFlag::Disabled);
 }
 
 namespace {
@@ -37,7 +39,8 @@ bool singleUserOutOfStep(const DynFtrace &rec, std::uint32_t wanted, std::uint32
 
 // What the record should be: ENABLED when enabling a record with users, plus the wanted bit of
 // every pair out of step, so that the comparison with ENABLED fails and the record is not ignored.
-std::uint32_t wantedFlags(const DynFtrace &rec, bool enable) {
+// Only the pairs the release has take part (v3.x: REGS alone; v4.x: + TRAMP; v6.1: + DIRECT).
+std::uint32_t wantedFlags(const DynFtrace &rec, bool enable, const RecordRules &rules) {
   using namespace RecordFlag;
   // Updating calls: a record with a ref count must be enabled. Disabling: disable all.
   if (!enable || !rec.count())
@@ -45,11 +48,11 @@ std::uint32_t wantedFlags(const DynFtrace &rec, bool enable) {
   std::uint32_t flag = Enabled;
   if (outOfStep(rec, Regs, RegsEn))
     flag |= Regs;
-  if (outOfStep(rec, Tramp, TrampEn))
+  if (rules.has(Tramp) && outOfStep(rec, Tramp, TrampEn))
     flag |= Tramp;
-  if (singleUserOutOfStep(rec, Direct, DirectEn))
+  if (rules.has(Direct) && singleUserOutOfStep(rec, Direct, DirectEn))
     flag |= Direct;
-  if (singleUserOutOfStep(rec, CallOps, CallOpsEn))
+  if (rules.has(CallOps) && singleUserOutOfStep(rec, CallOps, CallOpsEn))
     flag |= CallOps;
   return flag;
 }
@@ -63,15 +66,17 @@ void setFlag(DynFtrace &rec, std::uint32_t bit, bool on) {
 
 // The record is enabled, or switched between regs/non-regs/trampoline: bring the _EN flags of the
 // pairs in `changed` in line with what they want.
-void markEnabled(DynFtrace &rec, std::uint32_t changed) {
+void markEnabled(DynFtrace &rec, std::uint32_t changed, const RecordRules &rules) {
   using namespace RecordFlag;
-  rec.flags |= Enabled | Touched;
+  rec.flags |= Enabled;
+  if (rules.has(Touched))
+    rec.flags |= Touched;
   if (changed & Regs)
     setFlag(rec, RegsEn, rec.has(Regs));
   if (changed & Tramp)
     setFlag(rec, TrampEn, rec.has(Tramp));
   // Keep track of anything that modifies the function.
-  if (rec.flags & (Direct | IpModify))
+  if (rules.has(Modified) && (rec.flags & (Direct | IpModify)))
     rec.flags |= Modified;
   if (changed & Direct)
     setFlag(rec, DirectEn, rec.count() == 1 && rec.has(Direct));
@@ -79,13 +84,15 @@ void markEnabled(DynFtrace &rec, std::uint32_t changed) {
     setFlag(rec, CallOpsEn, rec.count() == 1 && rec.has(CallOps));
 }
 
-void markDisabled(DynFtrace &rec) {
+void markDisabled(DynFtrace &rec, const RecordRules &rules) {
   using namespace RecordFlag;
   if (!rec.count())
-    rec.flags &= NoClear; // no more users: clear all flags but the history ones
-  else
+    rec.flags &= rules.noClear; // no more users: clear all flags but the history ones
+  else if (rules.disableClearsEn)
     // Just disable the record, keeping the ops' wanted TRAMP and REGS; the _EN flags go.
     rec.flags &= ~(Enabled | TrampEn | RegsEn | DirectEn | CallOpsEn);
+  else
+    rec.flags &= ~Enabled; // v3.x: "Just disable the record (keep REGS state)"
 }
 
 } // namespace
@@ -93,23 +100,23 @@ void markDisabled(DynFtrace &rec) {
 // A transcription of ftrace_check_record() (kernel/trace/ftrace.c). `flag` collects what the record
 // should be; comparing it with rec->flags & ENABLED decides the action, and the XOR trick records
 // which pairs are out of step.
-CheckResult checkRecord(DynFtrace &rec, bool enable, bool update) {
+CheckResult checkRecord(DynFtrace &rec, bool enable, bool update, const RecordRules &rules) {
   using namespace RecordFlag;
-  if (skipRecord(rec))
+  if (skipRecord(rec, rules))
     return {UpdateAction::Ignore, BugType::Unknown};
-  std::uint32_t flag = wantedFlags(rec, enable);
+  std::uint32_t flag = wantedFlags(rec, enable, rules);
   // Nothing changed: nothing to do.
   if ((rec.flags & Enabled) == flag)
     return {UpdateAction::Ignore, BugType::Unknown};
   if (!flag) {
     if (update)
-      markDisabled(rec);
+      markDisabled(rec, rules);
     return {UpdateAction::MakeNop, BugType::Nop};
   }
   // Remember whether the record is being enabled (ENABLED toggles) for the return value.
   flag ^= rec.flags & Enabled;
   if (update)
-    markEnabled(rec, flag);
+    markEnabled(rec, flag, rules);
   // From a nop: MAKE_CALL. Otherwise switch between regs/non-regs/trampoline: MODIFY_CALL.
   if (flag & Enabled)
     return {UpdateAction::MakeCall, BugType::Call};

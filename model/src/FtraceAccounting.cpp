@@ -108,7 +108,7 @@ bool FtraceCore::hashRecUpdate(FtraceOps &ops, bool inc) {
 
   for (auto &page : records_.pages()) {
     for (auto &rec : page.records) {
-      if (skipRecord(rec))
+      if (skipRecord(rec, config_.records))
         continue;
       bool match;
       if (all)
@@ -125,11 +125,11 @@ bool FtraceCore::hashRecUpdate(FtraceOps &ops, bool inc) {
           kill();
           return false;
         }
-        if (ops.has(OpsFlag::Direct))
+        if (ops.has(OpsFlag::Direct) && config_.records.has(RecordFlag::Direct))
           rec.flags |= RecordFlag::Direct;
         // A single callback with its own trampoline can be called directly; a second one sends
         // the site back to the shared trampoline.
-        if (rec.count() == 1 && ops.trampoline)
+        if (rec.count() == 1 && ops.trampoline && config_.records.has(RecordFlag::Tramp))
           rec.flags |= RecordFlag::Tramp;
         else
           rec.flags &= ~RecordFlag::Tramp;
@@ -150,21 +150,22 @@ bool FtraceCore::hashRecUpdate(FtraceOps &ops, bool inc) {
             !testRecOpsNeedsRegs(rec))
           rec.flags &= ~RecordFlag::Regs;
         // Back to one user: it may use its own trampoline again.
-        if (rec.count() == 1 && findTrampOpsAnyOther(rec, &ops))
+        if (rec.count() == 1 && findTrampOpsAnyOther(rec, &ops) &&
+            config_.records.has(RecordFlag::Tramp))
           rec.flags |= RecordFlag::Tramp;
         else
           rec.flags &= ~RecordFlag::Tramp;
       }
 
       // A single ops whose func can be called directly may be called via the call-site ops.
-      if (config_.withCallOps && rec.count() == 1 &&
+      if (config_.withCallOps && config_.records.has(RecordFlag::CallOps) && rec.count() == 1 &&
           !(ops.flags & (OpsFlag::Recursion | OpsFlag::Rcu)))
         rec.flags |= RecordFlag::CallOps;
       else
         rec.flags &= ~RecordFlag::CallOps;
 
       ++count;
-      update |= testRecord(rec, true) != UpdateAction::Ignore;
+      update |= testRecord(rec, true, config_.records) != UpdateAction::Ignore;
       if (!all && count == hash.count())
         return update;
     }
@@ -181,6 +182,8 @@ int FtraceCore::hashUpdateIpModify(FtraceOps &ops, const std::optional<FtraceHas
   const bool isIpModify = ops.has(OpsFlag::IpModify);
   const bool isDirect = ops.has(OpsFlag::Direct);
   if (!isIpModify && !isDirect)
+    return 0;
+  if (!config_.records.has(RecordFlag::IpModify)) // before v3.19 nothing records IPMODIFY
     return 0;
   if (!newHash || !oldHash)
     return -EINVAL;

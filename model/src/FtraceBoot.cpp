@@ -32,7 +32,9 @@ BootReport FtraceCore::boot(const BootOptions &options) {
   if (booted_)
     fail(EBUSY, "ftrace: the records are already initialised");
   booted_ = true;
-  maxMcountOffset_ = options.maxMcountOffset;
+  // FTRACE_MCOUNT_MAX_OFFSET arrived in v6.0; an older release lists every record by its symbol.
+  if (config_.records.weakFunctionCheck)
+    maxMcountOffset_ = options.maxMcountOffset;
   BootReport report;
 
   // ftrace_init(): copy the table (the kernel frees __mcount_loc afterwards) and sort it.

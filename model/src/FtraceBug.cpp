@@ -69,10 +69,12 @@ std::string FtraceBugReport::text() const {
     out += "Updating ftrace call site to call a different ftrace function\n";
     break;
   }
-  out += fmt::format("ftrace record flags: {:x}\n", recordFlags);
-  out += fmt::format(" ({}){}{}", recordCount(recordFlags),
-                     (recordFlags & RecordFlag::Regs) ? " R" : "  ",
-                     (recordFlags & RecordFlag::CallOps) ? " O" : "  ");
+  // The word as the release holds it; v6.5 added the call-ops column.
+  out += fmt::format("ftrace record flags: {:x}\n", rules.encode(recordFlags));
+  out += fmt::format(" ({}){}", recordCount(recordFlags),
+                     (recordFlags & RecordFlag::Regs) ? " R" : "  ");
+  if (rules.has(RecordFlag::CallOps))
+    out += (recordFlags & RecordFlag::CallOps) ? " O" : "  ";
   out += trampolines;
   out += fmt::format("\n expected tramp: {:x}\n", expectedTramp);
   return out;

@@ -124,6 +124,7 @@ void FtraceCore::ftraceBug(PatchStatus failure, BugType type, const DynFtrace &r
   if (failure == PatchStatus::Mismatch)
     report.expected = expected;
   report.recordFlags = rec.flags;
+  report.rules = config_.records;
   if (rec.has(RecordFlag::TrampEn)) {
     bool any = false;
     for (FtraceOps *op : opsList_)

@@ -104,7 +104,7 @@ void FtraceCore::replaceCode(bool enable) {
   for (auto &page : records_.pages()) {
     for (auto &rec : page.records) {
       DynFtrace probe = rec;
-      const CheckResult check = checkRecord(probe, enable, false);
+      const CheckResult check = checkRecord(probe, enable, false, config_.records);
       arch::Bytes old;
       switch (check.action) {
       case UpdateAction::Ignore:
@@ -137,7 +137,7 @@ void FtraceCore::replaceCode(bool enable) {
   for (auto &page : records_.pages()) {
     for (auto &rec : page.records) {
       DynFtrace probe = rec;
-      const UpdateAction action = checkRecord(probe, enable, false).action;
+      const UpdateAction action = checkRecord(probe, enable, false, config_.records).action;
       if (action == UpdateAction::Ignore)
         continue;
       // Addresses are taken before ftrace_update_record() changes the _EN flags.
@@ -147,7 +147,7 @@ void FtraceCore::replaceCode(bool enable) {
         failed = true;
         break;
       }
-      const CheckResult check = checkRecord(rec, enable, true);
+      const CheckResult check = checkRecord(rec, enable, true, config_.records);
       PatchOutcome outcome;
       switch (check.action) {
       case UpdateAction::Ignore:

@@ -60,7 +60,8 @@ std::vector<LinuxProfile> makeProfiles() {
                false,
                false,
                true,
-               {TrampolineFree::RcuTasks, true}});
+               {TrampolineFree::RcuTasks, true},
+               {&RecordRules::v6_12(), true, true}});
   p.push_back(
       {"6.1",
        "v6.1 (2022)",
@@ -73,7 +74,8 @@ std::vector<LinuxProfile> makeProfiles() {
        false,
        false,
        true,
-       {TrampolineFree::RcuTasks, true}});
+       {TrampolineFree::RcuTasks, true},
+       {&RecordRules::v6_1(), true, false}});
   p.push_back(
       {"4.19",
        "v4.19 (2018)",
@@ -87,7 +89,8 @@ std::vector<LinuxProfile> makeProfiles() {
        false,
        false,
        true,
-       {TrampolineFree::RcuTasks, false}});
+       {TrampolineFree::RcuTasks, false},
+       {&RecordRules::v4_19(), false, false}});
   p.push_back(
       {"3.13",
        "v3.13 (2014)",
@@ -102,7 +105,8 @@ std::vector<LinuxProfile> makeProfiles() {
        true,
        true,
        false,
-       {TrampolineFree::Immediate, false}});
+       {TrampolineFree::Immediate, false},
+       {&RecordRules::v3_13(), false, false}});
   return p;
 }
 
@@ -140,13 +144,23 @@ std::string describeProfile(const LinuxProfile &profile) {
   std::string commits;
   for (const LinuxCommit &c : profile.commits)
     commits += fmt::format("{}{}{}", commits.empty() ? "" : ", ", c.present ? "" : "no ", c.sha);
-  return fmt::format("Linux {} ({}): {}; commits: {}", profile.name, profile.release,
-                     profile.summary, commits);
+  const ReleaseCode &code = profile.code;
+  return fmt::format(
+      "Linux {} ({}): {}; {}; function_graph {}; powerpc boot nops by {}; commits: {}",
+      profile.name, profile.release, profile.summary, code.records->describe(),
+      code.graphViaOps ? "as an ops (ftrace_graph_func), x86-64 fentry sites only"
+                       : "by the patched ftrace_graph_call jump, x86-64 fentry or mcount sites",
+      code.ppc32InitNop ? "ftrace_init_nop() (-pg and -fpatchable-function-entry sites)"
+                        : "ftrace_make_nop() (-pg sites, the bl alone checked)",
+      commits);
 }
 
 std::string_view stillMixed() {
-  return "one version whatever the profile: the record flags and ftrace_check_record (>= 6.5: "
-         "CALL_OPS, TOUCHED), the trampolines (5.x ftrace_64.S), the ppc32 ftrace_init_nop (6.6)";
+  return "one listing whatever the profile, the same registers reaching the callbacks: the "
+         "trampolines' save and restore (x86-64 ftrace_64.S, whose v3.13 ancestor in entry_64.S "
+         "saved the same frame; ppc32 ftrace_entry.S of v6.6, whose v4.19 ancestor ftrace_32.S "
+         "saved the same registers); ppc32 per-ops trampolines are a port of x86's, which no "
+         "powerpc release has";
 }
 
 } // namespace ftsim::model

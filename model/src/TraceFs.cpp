@@ -42,7 +42,10 @@ constexpr std::string_view kStatPrefix = "trace_stat/function";
 TraceFs::TraceFs(FtraceCore &core, TraceEnvironment environment, std::size_t bufferEntriesPerCpu)
     : core_(core), env_(std::move(environment)), buffer_(env_.cpus, bufferEntriesPerCpu),
       global_(core, "global"), stack_(core, "stack"),
-      graphOps_("graph_ops", {}, OpsFlag::Initialized | OpsFlag::Stub), profiler_(env_.cpus) {
+      graphOps_("graph_ops", {},
+                OpsFlag::Initialized |
+                    (env_.graphFunc ? 0u : OpsFlag::Stub)), // FTRACE_OPS_GRAPH_STUB
+      profiler_(env_.cpus) {
   if (!env_.context || !env_.symbol)
     FTSIM_PANIC("TraceFs needs a context and a symbol callback");
   // function_trace_call() (kernel/trace/trace_functions.c)
@@ -57,8 +60,12 @@ TraceFs::TraceFs(FtraceCore &core, TraceEnvironment environment, std::size_t buf
     record.parentIp = parentIp;
     buffer_.write(record);
   };
-  // graph_ops.func = ftrace_stub: the work is done by ftrace_graph_caller.
-  graphOps_.func = [](std::uint64_t, std::uint64_t, FtraceOps &, arch::GuestContext *) {};
+  if (env_.graphFunc) // graph_ops.func = ftrace_graph_func (kernel/trace/fgraph.c)
+    graphOps_.func = [this](std::uint64_t ip, std::uint64_t, FtraceOps &, arch::GuestContext *) {
+      env_.graphFunc(ip);
+    };
+  else // graph_ops.func = ftrace_stub: the work is done by ftrace_graph_caller.
+    graphOps_.func = [](std::uint64_t, std::uint64_t, FtraceOps &, arch::GuestContext *) {};
   // stack_trace_call() (kernel/trace/trace_stack.c)
   stack_.ops().func = [this](std::uint64_t ip, std::uint64_t, FtraceOps &, arch::GuestContext *) {
     if (env_.sampleStack)
@@ -128,7 +135,8 @@ void TraceFs::syncGraphOps() {
 }
 
 // register_ftrace_graph / unregister_ftrace_graph for the single fgraph user: ftrace_startup(
-// &graph_ops, FTRACE_START_FUNC_RET) patches the sites first, then ftrace_graph_call.
+// &graph_ops, FTRACE_START_FUNC_RET) patches the sites first, then ftrace_graph_call (which a
+// release whose graph tracer is an ops does not have: setGraphCaller finds no site).
 void TraceFs::updateGraphCaller() {
   const bool wanted = currentTracer_ == "function_graph" || profileEnabled_;
   if (wanted == graphCallerEnabled_)

@@ -97,3 +97,39 @@ TEST(X86Trampolines, PatchableSitesAreFiveByteCallsAndJumpsToFtraceStub) {
       EXPECT_NE(prologue.find("0xb0(%rsp), %rsi"), std::string::npos) << prologue;
   }
 }
+
+// v6.x's shape (TrampolineRequest::graphViaOps): both callers return right after restoring
+// (`ftrace_caller_end: RET`), with no ftrace_epilogue, ftrace_graph_call, ftrace_graph_caller or
+// prepare_ftrace_return, and a per-ops trampoline copy ends in that same ret. Its graph entry
+// reads the parent at regs->sp, the fentry layout, so mcount sites are refused.
+TEST(X86Trampolines, V6CallersReturnWithoutAGraphCallSite) {
+  const Arch &x86 = archByName("x86_64");
+  TrampolineRequest request{kBase, SiteFlavour::Fentry, 4};
+  request.graphViaOps = true;
+  auto tramps = makeFtraceTrampolines(x86, request);
+  const TrampolineCode &code = tramps->code();
+  const Listing l = listing(x86, code);
+  EXPECT_EQ(code.ftraceGraphCall, 0u);
+  EXPECT_EQ(code.ftraceGraphCaller, 0u);
+  EXPECT_EQ(code.prepareReturnStub, 0u);
+  for (const auto &s : code.symbols)
+    EXPECT_NE(s.name, "ftrace_epilogue");
+  const std::string caller = l.textBetween(code.ftraceCall, symbolEnd(code, "ftrace_caller"));
+  EXPECT_NE(caller.find("retq"), std::string::npos) << caller;
+  EXPECT_EQ(caller.find("jmp"), std::string::npos) << caller;
+  const std::string regs =
+      l.textBetween(code.ftraceRegsCall, symbolEnd(code, "ftrace_regs_caller"));
+  EXPECT_NE(regs.find("popfq\nretq"), std::string::npos) << regs;
+
+  const OpsTrampolineCode ops = tramps->makeOpsTrampoline(kBase + 0x100000, false);
+  std::size_t undecoded = 0;
+  std::string copy;
+  for (const auto &insn : x86.disassemble(ops.bytes, ops.base, &undecoded))
+    if (insn.address < ops.callbackStub)
+      copy += insn.text + "\n";
+  EXPECT_NE(copy.find("retq"), std::string::npos) << copy;
+  EXPECT_EQ(copy.find("jmp"), std::string::npos) << copy;
+
+  request.flavour = SiteFlavour::Mcount;
+  EXPECT_THROW(makeFtraceTrampolines(x86, request), ftsim::FatalError);
+}

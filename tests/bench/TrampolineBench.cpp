@@ -32,6 +32,8 @@ Measured runOnce(const arch::Image &image, bool traced, bool opsTrampolines) {
   kernel::KernelConfig config;
   config.machine.cpus = 1;
   config.opsTrampolines = opsTrampolines;
+  if (image.name.find("mcount") != std::string::npos) // mcount sites: Linux 4.19's code
+    kernel::applyLinuxProfile(config, "4.19", "x86_64");
   kernel::Kernel kernel(image, config);
   model::FtraceOps kprobe("kprobe_ftrace_ops", {}, model::OpsFlag::SaveRegs);
   kprobe.func = [](std::uint64_t, std::uint64_t, model::FtraceOps &, arch::GuestContext *) {};

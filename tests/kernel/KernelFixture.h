@@ -43,7 +43,14 @@ inline std::string correctProtocol(const std::string &flavour) {
   return flavour.rfind("ppc32", 0) == 0 ? "patch-instruction" : "int3";
 }
 
+// x86-64 mcount sites exist only in releases before v6.x's -mfentry-only builds: that image runs
+// as Linux 4.19 throughout (its int3-skip protocol, record flags, graph entry).
 inline KernelConfig fastConfigFor(const std::string &flavour, unsigned cpus = 4) {
+  if (flavour == "x86_64-mcount") {
+    KernelConfig config = fastConfig(cpus, "");
+    applyLinuxProfile(config, "4.19", "x86_64");
+    return config;
+  }
   return fastConfig(cpus, correctProtocol(flavour));
 }
 

@@ -6,6 +6,7 @@
 #include "ftsim/arch/Image.h"
 #include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/FtraceOps.h"
+#include "ftsim/model/LinuxProfile.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 
 #include <fmt/format.h>
@@ -113,6 +114,7 @@ void KernelHarness::boot() {
   config.protocol = s.protocol;
   config.livePatchingRule = true;
   config.opsTrampolines = s.engine.opsTrampolines;
+  config.release = scenarioReleaseCode(s);
   kernel_.reset(); // its ops list and callbacks point into the slots: drop it first
   slots_.clear();
   kernel_ = std::make_unique<Kernel>(arch::loadImage(imagePath_), config);

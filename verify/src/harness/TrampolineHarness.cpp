@@ -6,6 +6,7 @@
 #include "ftsim/arch/Image.h"
 #include "ftsim/kernel/Kernel.h"
 #include "ftsim/model/FtraceOps.h"
+#include "ftsim/model/LinuxProfile.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 #include "ftsim/verify/harness/KernelHarness.h"
 
@@ -69,6 +70,7 @@ void TrampolineHarness::setUp(bool withPatcher) {
   config.splitListFunction = uaf;
   config.freePolicy.free = model::parseTrampolineFree(spec.free);
   config.freePolicy.syncWhenUnchanged = spec.syncWhenUnchanged;
+  config.release = scenarioReleaseCode(scenario_);
   kernel_.reset();
   ops_.clear();
   kernel_ = std::make_unique<Kernel>(arch::loadImage(imagePath_), config);

@@ -194,17 +194,18 @@ std::string formatRepro(const PublishedScenario &p, const std::vector<ReproOutco
 
 std::string reproMarkdown(const std::vector<PublishedScenario> &all,
                           const std::vector<std::vector<ReproOutcome>> &outcomes) {
-  std::string out = "| published | variant | fidelity | published outcome | reproduced | "
+  std::string out = "| published | variant | linux | fidelity | published outcome | reproduced | "
                     "counterexample | first cex: exhaustive | pct | random |\n"
-                    "|---|---|---|---|---|---|---|---|---|\n";
+                    "|---|---|---|---|---|---|---|---|---|---|\n";
   for (std::size_t i = 0; i < all.size() && i < outcomes.size(); ++i)
     for (const ReproOutcome &o : outcomes[i]) {
       std::string firsts[3] = {"-", "-", "-"};
       for (std::size_t k = 0; k < o.firsts.size() && k < 3; ++k)
         firsts[k] = firstText(o.firsts[k]);
       out += fmt::format(
-          "| [{}]({}.md) | `{}` | {} | {} | {}{} | {} | {} | {} | {} |\n", all[i].name, all[i].name,
-          o.scenario.name, o.scenario.fidelity.empty() ? "not stated" : o.scenario.fidelity,
+          "| [{}]({}.md) | `{}` | {} | {} | {} | {}{} | {} | {} | {} | {} |\n", all[i].name,
+          all[i].name, o.scenario.name, scenarioLinuxLabel(o.scenario),
+          o.scenario.fidelity.empty() ? "not stated" : o.scenario.fidelity,
           publishedOutcome(o.scenario), reproducedOutcome(o), o.matches ? "" : " (DIFFERS)",
           cexLength(o), firsts[0], firsts[1], firsts[2]);
     }

@@ -58,7 +58,7 @@ arch::ProtocolProgram parseProtocolTable(const toml::table &root, const std::str
                                          const std::string &prefix) {
   TableReader r(root, origin, prefix,
                 {"name", "arch", "difference", "expect", "source", "fidelity", "handler", "lookup",
-                 "sorted", "mflr_slot", "steps"});
+                 "batch", "sorted", "mflr_slot", "steps"});
   arch::ProtocolProgram p;
   const auto name = r.string("name");
   if (!name || name->empty())
@@ -80,7 +80,7 @@ arch::ProtocolProgram parseProtocolTable(const toml::table &root, const std::str
       std::find(kFidelityWords.begin(), kFidelityWords.end(), p.fidelity) == kFidelityWords.end())
     fatal("{}: fidelity '{}' is not one of {}", origin, p.fidelity,
           fmt::join(kFidelityWords, ", "));
-  for (const char *key : {"handler", "lookup"})
+  for (const char *key : {"handler", "lookup", "batch"})
     if (auto v = r.string(key))
       p.settings[key] = *v;
   for (const char *key : {"sorted", "mflr_slot"})

@@ -18,6 +18,20 @@
 namespace ftsim::verify {
 namespace {
 
+// Whether the release builds the scenario's built-in image: x86-64 mcount sites until v6.x's
+// -mfentry-only builds, ppc32 -fpatchable-function-entry sites from v6.6's ftrace_init_nop().
+std::string imageMismatch(const Scenario &s, const model::LinuxProfile &p) {
+  if (s.image == "x86_64-mcount" && p.code.graphViaOps)
+    return fmt::format("x86-64 mcount sites, which Linux {} does not build (-mfentry only since "
+                       "562e14f72292)",
+                       p.name);
+  if (s.image == "ppc32-pfe" && !p.code.ppc32InitNop)
+    return fmt::format("ppc32 -fpatchable-function-entry sites, which Linux {} does not take "
+                       "(powerpc ftrace_init_nop(), v6.6)",
+                       p.name);
+  return "";
+}
+
 std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
   const std::string_view protocol = model::profileProtocol(p, s.arch);
   if (s.protocol != protocol)
@@ -26,6 +40,8 @@ std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
     return fmt::format("nohz_full: Linux {} sends the sync IPI to CPUs in user mode (the deferral "
                        "is V. Schneider's series, in no release)",
                        p.name);
+  if (std::string image = imageMismatch(s, p); !image.empty())
+    return image;
   if (s.moduleToc != Scenario::ModuleToc::None)
     return fmt::format("module_toc: ppc64 ELFv1's module TOC sites modelled on {} (r2 as the "
                        "TOC), not Linux {}'s {} code",
@@ -71,6 +87,8 @@ void applyLinuxProfile(Scenario &s, const std::string &profileName,
   if (explicitProtocol && *explicitProtocol != protocol)
     fatal("--protocol {} is not Linux {}'s patch protocol on {} ({}): give one of them",
           *explicitProtocol, p.name, s.arch, protocol);
+  if (std::string image = imageMismatch(s, p); !image.empty())
+    fatal("--linux {}: the scenario's image has {}", p.name, image);
   s.protocol = protocol;
   if (s.code == CodeKind::Kernel) {
     if (s.engine.opsTrampolines && !p.opsTrampolines)
@@ -91,6 +109,34 @@ void applyLinuxProfile(Scenario &s, const std::string &profileName,
   s.linuxProfile = std::string(p.name);
 }
 
+const model::LinuxProfile *scenarioProfile(const Scenario &s) {
+  if (!s.linuxProfile.empty())
+    return &model::linuxProfileByName(s.linuxProfile);
+  for (const model::LinuxProfile &p : model::linuxProfiles())
+    if (mismatch(s, p).empty())
+      return &p;
+  return nullptr;
+}
+
+model::ReleaseCode scenarioReleaseCode(const Scenario &s) {
+  if (const model::LinuxProfile *p = scenarioProfile(s))
+    return p->code;
+  for (const model::LinuxProfile &p : model::linuxProfiles())
+    if (imageMismatch(s, p).empty())
+      return p.code;
+  return model::defaultLinuxProfile().code;
+}
+
+std::string scenarioLinuxLabel(const Scenario &s) {
+  if (s.code == CodeKind::Linux)
+    return (s.kernel.empty() ? s.kernelTree : s.kernel) + " tree";
+  if (!s.linuxProfile.empty())
+    return s.linuxProfile;
+  if (const model::LinuxProfile *p = scenarioProfile(s))
+    return std::string(p->name) + " (unclaimed)";
+  return "-";
+}
+
 std::string describeScenarioProfile(const Scenario &s) {
   // Kind linux runs the tree's own code: its Linux is the tree, whatever ftsim's profiles say.
   if (s.code == CodeKind::Linux)
@@ -99,9 +145,8 @@ std::string describeScenarioProfile(const Scenario &s) {
                        s.mutant.empty() ? "" : ", with source mutant " + s.mutant);
   if (!s.linuxProfile.empty())
     return model::describeProfile(model::linuxProfileByName(s.linuxProfile));
-  for (const model::LinuxProfile &p : model::linuxProfiles())
-    if (mismatch(s, p).empty())
-      return model::describeProfile(p) + " (the newest profile with this scenario's choices)";
+  if (const model::LinuxProfile *p = scenarioProfile(s))
+    return model::describeProfile(*p) + " (the newest profile with this scenario's choices)";
   return fmt::format("no Linux release: {} (ftsim protocols, ftsim profiles)",
                      mismatch(s, model::defaultLinuxProfile()));
 }

@@ -26,6 +26,10 @@ struct SiteHooksRequest {
   const PatchProtocol *protocol = nullptr; // the protocol the patcher uses (powerpc: mflr slot)
   std::uint64_t ftraceCaller = 0;          // FTRACE_ADDR, what module stubs reach
   std::uint64_t ftraceRegsCaller = 0;      // FTRACE_REGS_ADDR
+  // powerpc: the release has ftrace_init_nop() (v6.6: the words before a -pg site checked,
+  // -fpatchable-function-entry sites taken); false: boot's ftrace_make_nop() checks the `bl` alone
+  // and an image of -fpatchable-function-entry sites is a FatalError.
+  bool ftraceInitNop = true;
 };
 
 // One text write the module loader makes before the module's text is live.

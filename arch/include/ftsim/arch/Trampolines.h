@@ -40,6 +40,14 @@ struct TrampolineRequest {
   // do (x86 `movq function_trace_op, %rdx`, ppc32 `lis r5,..@ha; lwz r5,..@l(r5)`). 0: not loaded
   // (the argument register holds whatever it held).
   std::uint64_t functionTraceOp = 0;
+  // How function_graph enters (the release's, model/LinuxProfile.h ReleaseCode::graphViaOps).
+  // false: the callers end in a jump to the shared epilogue, whose ftrace_graph_call jump is
+  // patched to ftrace_graph_caller, which calls prepare_ftrace_return (x86 ftrace_64.S until
+  // v5.15, ppc32 ftrace_32.S). true (CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS, v6.x): the callers
+  // return straight after ftrace_call (x86 `ftrace_caller_end: RET`, ppc32 ftrace_regs_exit's
+  // bctr); there is no ftrace_graph_call, ftrace_graph_caller or prepare_ftrace_return stub, and
+  // the graph tracer is an ops whose callback rewrites graphReturnSlot().
+  bool graphViaOps = false;
 };
 
 struct TrampolineCode {
@@ -47,13 +55,13 @@ struct TrampolineCode {
   Bytes bytes;
   std::vector<ImageSymbol> symbols; // for kallsyms (%ps of a trampoline address)
 
-  std::uint64_t ftraceCaller = 0;     // FTRACE_ADDR
-  std::uint64_t ftraceCall = 0;       // the patched `call` in ftrace_caller
-  std::uint64_t ftraceRegsCaller = 0; // FTRACE_REGS_ADDR
-  std::uint64_t ftraceRegsCall = 0;   // the patched `call` in ftrace_regs_caller
-  std::uint64_t ftraceStub = 0;       // `ret`
-  std::uint64_t ftraceGraphCall = 0;  // the patched `jmp` in ftrace_epilogue
-  std::uint64_t ftraceGraphCaller = 0;
+  std::uint64_t ftraceCaller = 0;      // FTRACE_ADDR
+  std::uint64_t ftraceCall = 0;        // the patched `call` in ftrace_caller
+  std::uint64_t ftraceRegsCaller = 0;  // FTRACE_REGS_ADDR
+  std::uint64_t ftraceRegsCall = 0;    // the patched `call` in ftrace_regs_caller
+  std::uint64_t ftraceStub = 0;        // `ret`
+  std::uint64_t ftraceGraphCall = 0;   // the patched `jmp` in ftrace_epilogue (0: graph via ops)
+  std::uint64_t ftraceGraphCaller = 0; // 0: graph via ops
   std::uint64_t returnToHandler = 0;
   // Hypercall stubs: the list function, prepare_ftrace_return, ftrace_return_to_handler, and a
   // pool of stubs the integration assigns to distinct trace functions (ops->func, assist func).
@@ -63,7 +71,7 @@ struct TrampolineCode {
   // ftrace_ops_list (rcu_dereference), this one walks the ops it read and calls them. One event
   // apart, so a patcher can unlink and free an ops in between (0e792b89e680). 0: not split.
   std::uint64_t listFuncWalkStub = 0;
-  std::uint64_t prepareReturnStub = 0;
+  std::uint64_t prepareReturnStub = 0; // 0: graph via ops
   std::uint64_t returnHandlerStub = 0;
   std::vector<std::uint64_t> callbackStubs;
   std::uint32_t siteSize = 0; // bytes of each patched call/jmp
@@ -108,6 +116,11 @@ public:
   virtual std::unique_ptr<GuestContext> ptRegs(GuestContext &cpu, std::uint64_t regs) const = 0;
   // A stub's C return value (rax).
   virtual void setReturnValue(GuestContext &cpu, std::uint64_t value) const = 0;
+  // ftrace_graph_func() (graph via ops), in a callback whose pt_regs are at `regs`: the guest
+  // address of the word holding where the traced function returns, which function_graph_enter()
+  // rewrites. x86-64: kernel_stack_pointer(regs), the parent's return address on the stack;
+  // ppc32: &regs->link, which the trampoline's exit moves back into LR.
+  virtual std::uint64_t graphReturnSlot(const GuestContext &cpu, std::uint64_t regs) const = 0;
 
   // Per-ops trampolines (arch_ftrace_update_trampoline). An ISA without them keeps the defaults
   // and every ops goes through the shared trampolines and the list function. x86-64 has them as

@@ -23,6 +23,7 @@
 #include "ftsim/kernel/SiteTargets.h"
 #include "ftsim/model/ArchPatcher.h"
 #include "ftsim/model/FtraceCore.h"
+#include "ftsim/model/LinuxProfile.h"
 #include "ftsim/model/TraceFs.h"
 #include "ftsim/model/TraceFunctionStubs.h"
 #include "ftsim/sim/Machine.h"
@@ -67,6 +68,10 @@ struct KernelConfig {
   bool pre59338f754a55 = false;
   // function_trace_op set when the ops list changes, before ftrace_call (before 405e1d834807).
   bool pre405e1d834807 = false;
+  // The release's own code: record flags and ftrace_check_record(), the graph entry, powerpc's
+  // ftrace_init_nop(), the call-site flavours it builds (model/LinuxProfile.h). An image whose
+  // sites the release does not build is a FatalError naming both.
+  model::ReleaseCode release = model::defaultLinuxProfile().code;
   // An engine mutation (tests, mutation scores): wraps the arch patcher the core drives, e.g. to
   // write a call to the wrong trampoline. The exact-target oracle (SiteTargets.h) still derives
   // each site's legal states from the records, so what the mutation writes is judged.
@@ -243,6 +248,8 @@ private:
   void listWalk(arch::GuestContext &cpu);
   void setFunctionTraceOp(model::FtraceOps &op);
   void prepareReturn(arch::GuestContext &cpu);
+  void graphFunc(std::uint64_t ip);
+  std::uint64_t graphEnter(arch::GuestContext &cpu, std::uint64_t ip, std::uint64_t slot);
   void returnToHandler(arch::GuestContext &cpu);
   model::StackSample sampleStack(std::uint64_t ip);
   std::int64_t taskKey(const arch::GuestContext &cpu) const;

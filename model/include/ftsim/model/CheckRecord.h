@@ -3,6 +3,7 @@
 // site must become, plus (when `update` is true) the flag bookkeeping that goes with it.
 
 #include "ftsim/model/DynFtrace.h"
+#include "ftsim/model/RecordRules.h"
 
 #include <string_view>
 
@@ -21,15 +22,16 @@ struct CheckResult {
   BugType bugType = BugType::Unknown;
 };
 
-// skip_record(): DISABLED records are left alone unless they are already enabled.
-bool skipRecord(const DynFtrace &rec);
+// skip_record() (v6.0 on): DISABLED records are left alone unless they are already enabled;
+// before, `rec->flags & FTRACE_FL_DISABLED` alone (RecordRules::skipRecordKeepsEnabled).
+bool skipRecord(const DynFtrace &rec, const RecordRules &rules);
 
-// ftrace_check_record(rec, enable, update). With update == false the record is not touched
-// (ftrace_test_record); with update == true the ENABLED/_EN/TOUCHED/MODIFIED bookkeeping is applied
-// (ftrace_update_record).
-CheckResult checkRecord(DynFtrace &rec, bool enable, bool update);
-inline UpdateAction testRecord(DynFtrace rec, bool enable) {
-  return checkRecord(rec, enable, false).action;
+// ftrace_check_record(rec, enable, update) of the release `rules` describes. With update == false
+// the record is not touched (ftrace_test_record); with update == true the ENABLED/_EN/TOUCHED/
+// MODIFIED bookkeeping the release has is applied (ftrace_update_record).
+CheckResult checkRecord(DynFtrace &rec, bool enable, bool update, const RecordRules &rules);
+inline UpdateAction testRecord(DynFtrace rec, bool enable, const RecordRules &rules) {
+  return checkRecord(rec, enable, false, rules).action;
 }
 
 } // namespace ftsim::model

@@ -26,11 +26,12 @@ struct FtraceBugReport {
   std::uint64_t ip = 0;
   unsigned wordSize = 8;
   std::optional<SymbolInfo> symbol;
-  std::optional<arch::Bytes> actual; // nullopt: reading the site faulted
-  arch::Bytes expected;              // empty when not known
-  std::uint32_t recordFlags = 0;
-  std::string trampolines;         // "\ttramp: ..." parts for TRAMP_EN records
-  std::uint64_t expectedTramp = 0; // ftrace_get_addr_curr(rec)
+  std::optional<arch::Bytes> actual;        // nullopt: reading the site faulted
+  arch::Bytes expected;                     // empty when not known
+  std::uint32_t recordFlags = 0;            // in the engine's layout (RecordFlags.h)
+  RecordRules rules = RecordRules::v6_12(); // the release whose layout text() prints
+  std::string trampolines;                  // "\ttramp: ..." parts for TRAMP_EN records
+  std::uint64_t expectedTramp = 0;          // ftrace_get_addr_curr(rec)
 
   // The lines Linux prints, e.g.
   //   ------------[ ftrace bug ]------------

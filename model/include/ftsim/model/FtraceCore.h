@@ -61,6 +61,8 @@ struct FtraceConfig {
   Symbolizer symbolizer;
   // CONFIG_DYNAMIC_FTRACE_WITH_REGS: the arch has ftrace_regs_caller.
   bool withRegs = true;
+  // The release's record flags and ftrace_check_record() (RecordRules.h; the kernel profile's).
+  RecordRules records = RecordRules::v6_12();
   // CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS (arm64/riscv): records may call an ops directly.
   bool withCallOps = false;
   // arch_ftrace_update_trampoline; nullptr: the arch has no per-ops trampolines.

@@ -35,6 +35,12 @@ struct TraceEnvironment {
   std::function<StackSample(std::uint64_t ip)> sampleStack;
   // %ps / %pS
   SymbolName symbol;
+  // ftrace_graph_func(ip, parent_ip, op, fregs) of a release whose graph tracer is an ops
+  // (CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS, v6.x): graph_ops calls it for the traced function at
+  // `ip`, and it does prepare_ftrace_return()'s work on the current callback's return address.
+  // Empty: graph_ops.func is ftrace_stub and the patched ftrace_graph_call enters the graph
+  // tracer (v4.19 and before).
+  std::function<void(std::uint64_t ip)> graphFunc;
 };
 
 class TraceFs {

@@ -104,6 +104,11 @@
 #include <string>
 #include <vector>
 
+namespace ftsim::model {
+struct LinuxProfile;
+struct ReleaseCode;
+} // namespace ftsim::model
+
 namespace ftsim::verify {
 
 // What a site becomes. The trampolines: A is the old call target, B the new one for call->call.
@@ -274,5 +279,14 @@ void applyLinuxProfile(Scenario &s, const std::string &profileName,
                        const std::optional<std::string> &explicitProtocol);
 std::string profileMismatch(const Scenario &s, const std::string &profileName);
 std::string describeScenarioProfile(const Scenario &s);
+// The profile a scenario runs as: the one it claims, else the newest whose choices its are, else
+// nullptr (no release: the engine's newest behaviour where the scenario does not choose).
+const model::LinuxProfile *scenarioProfile(const Scenario &s);
+// The release code a scenario's kernel runs: its profile's, else (no release has its choices, a
+// mutant or a model hypothesis) the newest release's that builds its image.
+model::ReleaseCode scenarioReleaseCode(const Scenario &s);
+// One cell for tables: "6.12" (claimed), "6.1 tree" (kind linux: the tree itself), "4.19
+// (unclaimed)" (the newest release with its choices), "-" (no release has its choices).
+std::string scenarioLinuxLabel(const Scenario &s);
 
 } // namespace ftsim::verify
