@@ -65,8 +65,9 @@ std::vector<LinuxProfile> makeProfiles() {
   p.push_back(
       {"6.1",
        "v6.1 (2022)",
-       "as 6.12 in every behaviour ftsim chooses (0e792b89e680 is in 6.1: ftrace_shutdown's "
-       "`out:` precedes the synchronisation); its record flags lack CALL_OPS and TOUCHED",
+       "as 6.12 in every choice a scenario makes (0e792b89e680 is in 6.1: ftrace_shutdown's "
+       "`out:` precedes the synchronisation); its own code differs: no CALL_OPS, TOUCHED or "
+       "MODIFIED record flags, powerpc boot nops before ftrace_init_nop()",
        {k08d636b6d4fb, c59338f754a55(true), c405e1d834807(true), cf3bea49115b2(true),
         c0598e4f08e3d(true), cc96f83856f56(true), c9e298e860408(true), c0e792b89e680(true)},
        "int3",
