@@ -43,8 +43,8 @@ struct TraceOptions {
 // --synthetic N: what enabling the tracer on every site costs, deterministic counts only (the
 // time is ftsim_bench_tramp's BM_EnableAtScale).
 void runSynthetic(const TraceOptions &o, CommandResult &result) {
-  const kernel::EnableAtScaleReport r = kernel::enableAtScale(arch::archByName(o.arch), o.synthetic,
-                                                              o.cpus, o.tracer, o.protocol, o.seed);
+  const kernel::EnableAtScaleReport r = kernel::enableAtScale(
+      arch::archByName(o.arch), o.synthetic, o.cpus, o.tracer, o.protocol, o.seed, o.linuxProfile);
   fmt::print("{} ({} CPUs, {} protocol): {} tracer on {} records: {} batches, {} syncs, {} "
              "stores, {} sites patched, {} machine events\n",
              r.image, o.cpus, r.protocol, o.tracer, r.records, r.stats.batches, r.stats.syncs,

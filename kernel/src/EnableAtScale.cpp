@@ -40,8 +40,11 @@ EnableAtScaleReport enableTracer(Kernel &k, const std::string &tracer) {
 
 EnableAtScaleReport enableAtScale(const arch::Arch &isa, std::size_t functions, unsigned cpus,
                                   const std::string &tracer, const std::string &protocol,
-                                  std::uint64_t seed) {
-  Kernel k(arch::syntheticImage(isa, functions, seed), enableAtScaleConfig(cpus, protocol));
+                                  std::uint64_t seed, const std::string &linuxProfile) {
+  KernelConfig config = enableAtScaleConfig(cpus, protocol);
+  if (!linuxProfile.empty())
+    applyLinuxProfile(config, linuxProfile, isa.name());
+  Kernel k(arch::syntheticImage(isa, functions, seed), config);
   return enableTracer(k, tracer);
 }
 

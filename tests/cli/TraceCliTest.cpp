@@ -111,6 +111,16 @@ TEST(TraceCli, SyntheticEnablingCostsThreeSyncsPerBatch) {
             std::string::npos)
       << out4;
   EXPECT_EQ(trace("--synthetic 3000 --cpus 2").second, out);
+  // As Linux 4.19: ftrace's own breakpoint code passes over every record, so the 3000 sites are
+  // one batch; the other four are ftrace_call and ftrace_regs_call, each switched to the list
+  // function and then to the tracer (12 batches of sites and the same four with today's queue).
+  const auto [status419, out419] = trace("--synthetic 3000 --cpus 2 --linux 4.19");
+  ASSERT_EQ(status419, 0) << out419;
+  EXPECT_EQ(batches, (3000u + 255) / 256 + 4) << out;
+  EXPECT_NE(out419.find("(2 CPUs, int3-skip protocol)"), std::string::npos) << out419;
+  EXPECT_NE(out419.find(": 5 batches, 15 syncs, " + std::to_string(stores) + " stores, "),
+            std::string::npos)
+      << out419;
   // Flags that belong to a trace of workloads are refused, naming both.
   const ftsim::test::CommandRun bad = ftsim::test::runFtsim("trace --synthetic 10 --workload fs");
   EXPECT_EQ(bad.status, 2);

@@ -30,10 +30,11 @@ struct KernelConfig;
 KernelConfig enableAtScaleConfig(unsigned cpus, const std::string &protocol);
 // Writes `tracer` to current_tracer as the patcher of a booted kernel and runs it to the end.
 EnableAtScaleReport enableTracer(Kernel &kernel, const std::string &tracer);
-// Both on arch::syntheticImage(isa, functions, seed). FatalError for a bad function count, ISA or
-// protocol name.
+// Both on arch::syntheticImage(isa, functions, seed), as Linux `linuxProfile` when one is named
+// (its protocol, record flags and the rest: applyLinuxProfile). FatalError for a bad function
+// count, ISA, protocol or profile name, or a protocol that is not the profile's.
 EnableAtScaleReport enableAtScale(const arch::Arch &isa, std::size_t functions, unsigned cpus,
                                   const std::string &tracer, const std::string &protocol = {},
-                                  std::uint64_t seed = 1);
+                                  std::uint64_t seed = 1, const std::string &linuxProfile = {});
 
 } // namespace ftsim::kernel
