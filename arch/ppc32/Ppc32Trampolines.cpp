@@ -341,7 +341,7 @@ public:
   }
 
   // ftrace_graph_func(): fregs->regs.link, which ftrace_regs_exit moves into LR before the bctr.
-  std::uint64_t graphReturnSlot(const GuestContext &, std::uint64_t regs) const override {
+  std::uint64_t graphReturnSlot(GuestContext &, std::uint64_t regs) const override {
     return regs + LINK;
   }
 };

@@ -353,11 +353,8 @@ public:
 
   // kernel_stack_pointer(regs): both callers store RSP = the stack above their return address,
   // where a fentry site's parent return address is.
-  std::uint64_t graphReturnSlot(const GuestContext &cpu, std::uint64_t regs) const override {
-    std::uint8_t sp[8] = {};
-    if (!cpu.readMemory(regs + RSP, sp))
-      FTSIM_PANIC("pt_regs at {:#x} are not mapped", regs);
-    return loadInteger(Endian::Little, sp);
+  std::uint64_t graphReturnSlot(GuestContext &cpu, std::uint64_t regs) const override {
+    return ptRegs(cpu, regs)->sp();
   }
 };
 

@@ -120,7 +120,7 @@ public:
   // address of the word holding where the traced function returns, which function_graph_enter()
   // rewrites. x86-64: kernel_stack_pointer(regs), the parent's return address on the stack;
   // ppc32: &regs->link, which the trampoline's exit moves back into LR.
-  virtual std::uint64_t graphReturnSlot(const GuestContext &cpu, std::uint64_t regs) const = 0;
+  virtual std::uint64_t graphReturnSlot(GuestContext &cpu, std::uint64_t regs) const = 0;
 
   // Per-ops trampolines (arch_ftrace_update_trampoline). An ISA without them keeps the defaults
   // and every ops goes through the shared trampolines and the list function. x86-64 has them as

@@ -70,7 +70,7 @@ struct KernelConfig {
   bool pre405e1d834807 = false;
   // The release's own code: record flags and ftrace_check_record(), the graph entry, powerpc's
   // ftrace_init_nop(), the call-site flavours it builds (model/LinuxProfile.h). An image whose
-  // sites the release does not build is a FatalError naming both.
+  // sites the release does not build is a FatalError of the target's trampolines or site hooks.
   model::ReleaseCode release = model::defaultLinuxProfile().code;
   // An engine mutation (tests, mutation scores): wraps the arch patcher the core drives, e.g. to
   // write a call to the wrong trampoline. The exact-target oracle (SiteTargets.h) still derives
