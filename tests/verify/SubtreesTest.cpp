@@ -71,6 +71,48 @@ TEST(Subtrees, SameExecutionsStatesAndCounterexampleForEveryNumberOfWorkers) {
   }
 }
 
+// Subtrees searched as pieces of 4 executions (so that every subtree of these small trees splits):
+// worker threads sharing the pieces out, and one runner searching each subtree's pieces in
+// depth-first order (what a --subtree file and an MPI rank do), give the same result.
+TEST(Subtrees, PiecesGiveTheSameResultWhoeverSearchesThem) {
+  for (const Case &c : kCases) {
+    const Scenario s = site(c.protocol, c.cpus, c.sites, c.bound);
+    SCOPED_TRACE(s.describe() + " bound " + std::to_string(c.bound));
+    SiteHarness sequential(s);
+    ExploreOptions o = splitOptions(s, 4, 1);
+    o.pieceExecutions = 4;
+    const SubtreeRunner runner(sequential, o);
+    std::map<std::uint32_t, SubtreeResult> results;
+    std::size_t splits = 0;
+    for (std::uint32_t i = 0; i < runner.plan().count; ++i) {
+      results[i] = runner.run(i);
+      splits += !runner.runPiece(SubtreePiece{i, {}, nullptr}).rest.empty();
+      if (mergeStop(results, o))
+        break;
+    }
+    if (!c.violation) {
+      EXPECT_GT(splits, 0u) << "no subtree split into pieces: the test proves nothing";
+    }
+    Exploration x(sequential, o);
+    mergeSubtrees(x, runner.plan(), results, 0);
+    ExploreStats want = x.result(true).stats;
+    want.seconds = 0;
+    for (unsigned jobs : {1u, 2u, 3u}) {
+      SiteHarness h(s);
+      ExploreOptions oj = splitOptions(s, 4, jobs);
+      oj.pieceExecutions = 4;
+      ExploreResult r = explore(h, oj);
+      r.stats.seconds = 0;
+      EXPECT_EQ(want, r.stats) << "jobs " << jobs;
+      EXPECT_EQ(x.counterexample().has_value(), r.counterexample.has_value());
+      if (r.counterexample && x.counterexample()) {
+        EXPECT_EQ(x.counterexample()->choices, r.counterexample->choices) << "jobs " << jobs;
+      }
+      EXPECT_EQ(r.stats.complete, !c.violation);
+    }
+  }
+}
+
 TEST(Subtrees, ASplitTreeReachesTheFinalStatesOfTheWholeTree) {
   for (const Case &c : kCases) {
     if (c.violation)
@@ -80,18 +122,23 @@ TEST(Subtrees, ASplitTreeReachesTheFinalStatesOfTheWholeTree) {
     SiteHarness whole(s), split(s);
     ExploreOptions one = exploreOptionsFor(s);
     const ExploreResult w = explore(whole, one);
-    const ExploreResult p = explore(split, splitOptions(s, 16, 2));
     ASSERT_TRUE(w.stats.complete);
-    ASSERT_TRUE(p.stats.complete);
-    // Without a bound both are complete reductions: the same final states. With one, DPOR is
-    // not complete for every bounded schedule (Explore.h), and the split tree, which explores
-    // more above its frontier, may reach more.
-    if (c.bound < 0)
-      EXPECT_EQ(w.stats.distinctStates, p.stats.distinctStates);
-    else
-      EXPECT_GE(p.stats.distinctStates, w.stats.distinctStates);
-    // Sleep sets alone above the frontier: never fewer executions than source-DPOR there.
-    EXPECT_GE(p.stats.executions, w.stats.executions);
+    for (std::uint64_t piece : {std::uint64_t{1024}, std::uint64_t{2}}) {
+      SCOPED_TRACE("pieces of " + std::to_string(piece) + " executions");
+      ExploreOptions o = splitOptions(s, 16, 2);
+      o.pieceExecutions = piece;
+      const ExploreResult p = explore(split, o);
+      ASSERT_TRUE(p.stats.complete);
+      // Without a bound both are complete reductions: the same final states. With one, DPOR is
+      // not complete for every bounded schedule (Explore.h), and the split tree, which explores
+      // more above its frontier, may reach more.
+      if (c.bound < 0)
+        EXPECT_EQ(w.stats.distinctStates, p.stats.distinctStates);
+      else
+        EXPECT_GE(p.stats.distinctStates, w.stats.distinctStates);
+      // Sleep sets alone above the frontier: never fewer executions than source-DPOR there.
+      EXPECT_GE(p.stats.executions, w.stats.executions);
+    }
   }
 }
 

@@ -325,16 +325,85 @@ double searchedFraction(const std::vector<Node> &stack, std::size_t frozen) {
   return searched;
 }
 
-void searchTree(Exploration &x, const TreeShape &shape, std::vector<Node> stack,
-                const std::function<bool(double searched)> &abandon) {
-  const std::size_t frozen = stack.size();
+namespace {
+
+// Whether `node` has a branch left besides its chosen one that advance() would take.
+bool hasBranchLeft(const Node &node, int bound) {
+  if (node.kind == DecisionKind::StaleByte)
+    return node.chosen + 1 < node.options;
+  for (std::uint32_t o = 0; o < node.options; ++o)
+    if (node.backtrack[o] && !node.done[o] && !node.asleep(node.processes[o]) &&
+        (bound < 0 || node.preemptionsBefore + node.cost(o) <= static_cast<unsigned>(bound)))
+      return true;
+  return false;
+}
+
+// What is left of `item` (its stack standing at the next branch to run) as two independent items,
+// in depth-first order: the nodes from the item's first free one down to the shallowest level L
+// with a branch left are made full (every awake option explored), so that no race found later can
+// add to them; then the branch L stands on with everything below it, and L's later branches.
+// Their shares of the subtree, for estimates: the item's own executions took searchedFraction() of
+// its share, the later branches take theirs by the same weights, the branch L stands on the rest.
+std::vector<SearchItem> splitRest(SearchItem item, int bound) {
+  std::vector<Node> &stack = item.stack;
+  const double rest = item.share * (1 - searchedFraction(stack, item.frozen));
+  double weight = item.share;
+  for (std::size_t level = item.frozen; level < stack.size(); ++level) {
+    Node &node = stack[level];
+    if (node.kind == DecisionKind::Event)
+      node.backtrack.assign(node.options, true);
+    std::size_t total = node.options, left = node.options - node.chosen - 1;
+    if (node.kind == DecisionKind::Event) {
+      total =
+          static_cast<std::size_t>(std::count(node.backtrack.begin(), node.backtrack.end(), true));
+      left = 0;
+      for (std::uint32_t o = 0; o < node.options; ++o)
+        left += node.backtrack[o] && !node.done[o];
+    }
+    if (!hasBranchLeft(node, bound)) {
+      weight /= static_cast<double>(std::max<std::size_t>(total, 1));
+      continue;
+    }
+    const double laterShare =
+        std::min(rest, weight * static_cast<double>(left) / static_cast<double>(total));
+    SearchItem later{{stack.begin(), stack.begin() + static_cast<std::ptrdiff_t>(level) + 1},
+                     level,
+                     true,
+                     laterShare};
+    item.frozen = level + 1;
+    item.share = rest - laterShare;
+    return {std::move(item), std::move(later)};
+  }
+  item.frozen = stack.size(); // only the branch the top stands on is left
+  item.share = rest;
+  return {std::move(item)};
+}
+
+} // namespace
+
+std::vector<SearchItem> searchItem(Exploration &x, const TreeShape &shape, SearchItem item,
+                                   std::uint64_t splitAfter,
+                                   const std::function<bool(double searched)> &abandon) {
+  std::vector<Node> &stack = item.stack;
+  const std::size_t frozen = item.frozen;
+  if (item.advanceFirst && !advance(stack, frozen, shape.bound, x.stats())) {
+    x.stats().complete = true;
+    return {};
+  }
+  std::uint64_t ran = 0;
   while (true) {
     if (x.stats().executions >= x.options().maxExecutions)
-      return; // budget exhausted: not complete
+      return {}; // budget exhausted: not complete
     if (abandon && abandon(searchedFraction(stack, frozen)))
-      return;
+      return {};
+    if (splitAfter && ran == splitAfter) {
+      x.stats().complete = true; // this item's own share; the rest is in the items returned
+      item.advanceFirst = false;
+      return splitRest(std::move(item), shape.bound);
+    }
     DfsScheduler dfs(stack, shape);
     sim::RunResult run = x.harness().runExecution(dfs, [&] { return dfs.stopped(); });
+    ++ran;
     const bool cut = dfs.stopped();
     if (cut)
       ++x.stats().sleepBlocked;
@@ -343,12 +412,18 @@ void searchTree(Exploration &x, const TreeShape &shape, std::vector<Node> stack,
     if (shape.reduction)
       addBacktrackPoints(stack, log);
     if (!x.finish(dfs, dfs.preemptions(), cut, run))
-      return;
+      return {};
     if (!advance(stack, frozen, shape.bound, x.stats())) {
       x.stats().complete = true;
-      return;
+      return {};
     }
   }
+}
+
+void searchTree(Exploration &x, const TreeShape &shape, std::vector<Node> stack,
+                const std::function<bool(double searched)> &abandon) {
+  const std::size_t frozen = stack.size();
+  searchItem(x, shape, SearchItem{std::move(stack), frozen, false}, 0, abandon);
 }
 
 std::vector<std::vector<Node>> frontierAt(Harness &harness, const TreeShape &shape,

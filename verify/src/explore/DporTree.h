@@ -59,6 +59,27 @@ struct TreeShape {
 void searchTree(Exploration &x, const TreeShape &shape, std::vector<Node> stack,
                 const std::function<bool(double searched)> &abandon = {});
 
+// A piece of a subtree's search: the stack it resumes from, how many of its nodes it never pops
+// (nodes above `frozen` are fixed; their branches belong to other items), and whether the branch
+// the stack stands on is explored already (then the search first moves to the next one).
+struct SearchItem {
+  std::vector<Node> stack;
+  std::size_t frozen = 0;
+  bool advanceFirst = false;
+  double share = 1; // its estimated share of the subtree's executions (for progress estimates)
+};
+
+// searchTree on an item. After `splitAfter` executions (0: never) with work left, stops and returns
+// what is left as independent items in depth-first order (their searches never look at each
+// other: the nodes whose branches they share are made full first); {} when the item is done, the
+// budget ran out, `x` said stop or `abandon` returned true. Where an item splits depends only on
+// the tree and `splitAfter`, never on who searches the pieces, so a tree searched as items has the
+// same executions however the items are shared out; the full nodes cost a few more executions than
+// one search of the whole.
+std::vector<SearchItem> searchItem(Exploration &x, const TreeShape &shape, SearchItem item,
+                                   std::uint64_t splitAfter,
+                                   const std::function<bool(double searched)> &abandon = {});
+
 // The share of the tree below the `frozen` nodes of `stack` that a depth-first search standing at
 // `stack` has finished, estimated from the path alone (Kilby et al.'s weighted backtrack estimate,
 // AAAI 2006): at every level, the finished siblings' share of that level's options (those known so

@@ -42,6 +42,7 @@ json treeJson(const SplitTree &t) {
   j["preemption_bound"] = t.preemptionBound;
   j["max_executions"] = t.maxExecutions;
   j["subtrees"] = t.subtrees;
+  j["piece_executions"] = t.pieceExecutions;
   j["depth"] = t.plan.depth;
   j["count"] = t.plan.count;
   j["bound_cuts"] = t.plan.boundCuts;
@@ -56,12 +57,15 @@ SplitTree treeOf(const json &j, const std::string &origin) {
   t.preemptionBound = j.at("preemption_bound").get<int>();
   t.maxExecutions = j.at("max_executions").get<std::uint64_t>();
   t.subtrees = j.at("subtrees").get<unsigned>();
+  t.pieceExecutions = j.at("piece_executions").get<std::uint64_t>();
   t.plan.depth = j.at("depth").get<std::size_t>();
   t.plan.count = j.at("count").get<std::uint32_t>();
   t.plan.boundCuts = j.at("bound_cuts").get<std::uint64_t>();
   t.plan.digest = unhex(j.at("plan_digest"), "plan_digest");
-  if (t.subtrees == 0 || t.plan.count == 0 || t.maxExecutions == 0 || t.preemptionBound < -1)
-    fatal("the tree's subtrees, count, max_executions and preemption_bound must be positive");
+  if (t.subtrees == 0 || t.plan.count == 0 || t.maxExecutions == 0 || t.pieceExecutions == 0 ||
+      t.preemptionBound < -1)
+    fatal("the tree's subtrees, count, max_executions, piece_executions and preemption_bound "
+          "must be positive");
   return t;
 }
 
@@ -173,7 +177,8 @@ template <typename F> auto parsing(const std::string &path, F &&f) {
 bool SplitTree::same(const SplitTree &o) const {
   return scenario.toToml() == o.scenario.toToml() && reduction == o.reduction &&
          preemptionBound == o.preemptionBound && maxExecutions == o.maxExecutions &&
-         subtrees == o.subtrees && plan.depth == o.plan.depth && plan.count == o.plan.count &&
+         subtrees == o.subtrees && pieceExecutions == o.pieceExecutions &&
+         plan.depth == o.plan.depth && plan.count == o.plan.count &&
          plan.boundCuts == o.plan.boundCuts && plan.digest == o.plan.digest;
 }
 
@@ -184,6 +189,7 @@ SplitTree splitTreeOf(const Scenario &scenario, const ExploreOptions &o, const S
   t.preemptionBound = o.preemptionBound;
   t.maxExecutions = o.maxExecutions;
   t.subtrees = o.subtrees;
+  t.pieceExecutions = o.pieceExecutions;
   t.plan = plan;
   return t;
 }
@@ -195,6 +201,7 @@ ExploreOptions exploreOptionsOf(const SplitTree &t) {
   o.preemptionBound = t.preemptionBound;
   o.maxExecutions = t.maxExecutions;
   o.subtrees = t.subtrees;
+  o.pieceExecutions = t.pieceExecutions;
   return o;
 }
 

@@ -56,7 +56,7 @@ SubtreePlan computePlan(Harness &harness, const ExploreOptions &o,
       break;
   }
   plan.count = static_cast<std::uint32_t>(roots.size());
-  std::uint64_t h = mix(0xcbf29ce484222325ull, plan.depth);
+  std::uint64_t h = mix(mix(0xcbf29ce484222325ull, plan.depth), o.pieceExecutions);
   for (const auto &root : roots) {
     h = mix(h, root.size());
     for (const Node &n : root)
@@ -77,23 +77,6 @@ SubtreeResult resultOf(std::uint32_t index, Exploration &x) {
   r.violatingExecutions = x.violatingExecutions();
   r.counterexample = x.counterexample();
   return r;
-}
-
-// The subtrees to search, in depth-first order, and whether the running total of `results` in
-// that order already reached the budget or a counterexample (then the index it stops at).
-std::optional<std::uint32_t> stopIndex(const std::vector<std::uint32_t> &order,
-                                       const std::map<std::uint32_t, SubtreeResult> &results,
-                                       const ExploreOptions &o) {
-  std::uint64_t total = 0;
-  for (std::uint32_t i : order) {
-    auto it = results.find(i);
-    if (it == results.end())
-      return std::nullopt;
-    total += it->second.stats.executions;
-    if ((it->second.counterexample && o.stopAtFirst) || total >= o.maxExecutions)
-      return i;
-  }
-  return std::nullopt;
 }
 
 } // namespace
@@ -121,13 +104,96 @@ SubtreeRunner::SubtreeRunner(Harness &harness, const SubtreeRunner &same)
 
 SubtreeRunner::~SubtreeRunner() = default;
 
+PieceOutcome SubtreeRunner::runPiece(const SubtreePiece &piece,
+                                     const std::function<bool(double searched)> &abandon) const {
+  if (piece.index >= plan_.count)
+    FTSIM_PANIC("subtree {} of {}", piece.index, plan_.count);
+  detail::SearchItem item;
+  if (piece.item) {
+    item = *piece.item;
+  } else {
+    item.stack = roots_->roots[piece.index];
+    item.frozen = item.stack.size();
+  }
+  Exploration x(harness_, options_);
+  std::vector<detail::SearchItem> rest =
+      detail::searchItem(x, roots_->shape, std::move(item), options_.pieceExecutions, abandon);
+  PieceOutcome out;
+  out.result = resultOf(piece.index, x);
+  for (std::size_t k = 0; k < rest.size(); ++k) {
+    SubtreePiece p{piece.index, piece.path, nullptr, rest[k].share};
+    p.path.push_back(static_cast<std::uint8_t>(k));
+    p.item = std::make_shared<const detail::SearchItem>(std::move(rest[k]));
+    out.rest.push_back(std::move(p));
+  }
+  return out;
+}
+
 SubtreeResult SubtreeRunner::run(std::uint32_t index,
                                  const std::function<bool(double searched)> &abandon) const {
-  if (index >= plan_.count)
-    FTSIM_PANIC("subtree {} of {}", index, plan_.count);
-  Exploration x(harness_, options_);
-  detail::searchTree(x, roots_->shape, roots_->roots[index], abandon);
-  return resultOf(index, x);
+  std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> done;
+  std::vector<SubtreePiece> todo{SubtreePiece{index, {}, nullptr}};
+  while (!todo.empty() && (done.empty() || pieceNeeded(todo.back().path, done, options_))) {
+    SubtreePiece piece = std::move(todo.back());
+    todo.pop_back();
+    PieceOutcome out = runPiece(piece, abandon);
+    done.emplace_back(std::move(piece.path), std::move(out.result));
+    for (std::size_t k = out.rest.size(); k-- > 0;) // the first piece is searched next
+      todo.push_back(std::move(out.rest[k]));
+  }
+  return assembleSubtree(index, std::move(done), todo.empty(), options_);
+}
+
+SubtreeResult
+assembleSubtree(std::uint32_t index,
+                std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> pieces,
+                bool everyPiece, const ExploreOptions &options) {
+  std::sort(pieces.begin(), pieces.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  SubtreeResult r;
+  r.index = index;
+  r.stats.complete = everyPiece;
+  std::vector<std::uint64_t> states;
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    const SubtreeResult &p = pieces[k].second;
+    ExploreStats &s = r.stats;
+    s.executions += p.stats.executions;
+    s.sleepBlocked += p.stats.sleepBlocked;
+    s.pruned += p.stats.pruned;
+    s.boundCuts += p.stats.boundCuts;
+    s.eventLimitHits += p.stats.eventLimitHits;
+    s.decisions += p.stats.decisions;
+    s.events += p.stats.events;
+    s.maxEvents = std::max(s.maxEvents, p.stats.maxEvents);
+    s.maxPreemptions = std::max(s.maxPreemptions, p.stats.maxPreemptions);
+    s.complete = s.complete && p.stats.complete;
+    states.insert(states.end(), p.states.begin(), p.states.end());
+    r.violatingExecutions += p.violatingExecutions;
+    if (!r.counterexample && p.counterexample)
+      r.counterexample = p.counterexample;
+    if ((p.counterexample && options.stopAtFirst) || s.executions >= options.maxExecutions) {
+      s.complete = s.complete && k + 1 == pieces.size() && !p.counterexample;
+      break;
+    }
+  }
+  std::sort(states.begin(), states.end());
+  states.erase(std::unique(states.begin(), states.end()), states.end());
+  r.states = std::move(states);
+  r.stats.distinctStates = r.states.size();
+  return r;
+}
+
+bool pieceNeeded(const std::vector<std::uint8_t> &path,
+                 const std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> &finished,
+                 const ExploreOptions &options) {
+  std::uint64_t before = 0;
+  for (const auto &[p, r] : finished)
+    if (p < path) {
+      if (r.counterexample && options.stopAtFirst)
+        return false;
+      before += r.stats.executions;
+    }
+  return before < options.maxExecutions;
 }
 
 std::uint64_t estimateExecutions(std::uint32_t count, const std::vector<std::uint64_t> &finished,
@@ -157,6 +223,21 @@ std::vector<std::uint32_t> searchOrder(const SubtreePlan &plan) {
   return order;
 }
 
+std::optional<std::uint32_t> mergeStop(const std::vector<std::uint32_t> &order,
+                                       const std::map<std::uint32_t, SubtreeResult> &results,
+                                       const ExploreOptions &o) {
+  std::uint64_t total = 0;
+  for (std::uint32_t i : order) {
+    auto it = results.find(i);
+    if (it == results.end())
+      return std::nullopt;
+    total += it->second.stats.executions;
+    if ((it->second.counterexample && o.stopAtFirst) || total >= o.maxExecutions)
+      return i;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::uint32_t> mergeStop(const std::map<std::uint32_t, SubtreeResult> &results,
                                        const ExploreOptions &options) {
   std::vector<std::uint32_t> order;
@@ -164,7 +245,7 @@ std::optional<std::uint32_t> mergeStop(const std::map<std::uint32_t, SubtreeResu
     order.push_back(i);
   if (order.size() < results.size() || results.empty())
     order.push_back(static_cast<std::uint32_t>(order.size())); // the first gap
-  return stopIndex(order, results, options);
+  return mergeStop(order, results, options);
 }
 
 void Exploration::absorb(const SubtreeResult &r) {
@@ -212,178 +293,6 @@ void mergeSubtrees(Exploration &x, const SubtreePlan &plan,
   s.subtrees = plan.count;
   s.frontierDepth = plan.depth;
   s.subtreesResumed = resumed;
-}
-
-void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
-  const ExploreOptions &o = x.options();
-  const SubtreeRunner first(x.harness(), o);
-  const SubtreePlan &plan = first.plan();
-
-  std::map<std::uint32_t, SubtreeResult> results;
-  if (hooks.begin)
-    hooks.begin(plan, results);
-  std::vector<std::uint32_t> order = hooks.only;
-  if (order.empty())
-    for (std::uint32_t i = 0; i < plan.count; ++i)
-      order.push_back(i);
-  std::sort(order.begin(), order.end());
-  for (std::uint32_t i : order)
-    if (i >= plan.count)
-      fatal("subtree {} does not exist: the tree has {} subtrees", i, plan.count);
-  for (auto it = results.begin(); it != results.end();)
-    it = std::find(order.begin(), order.end(), it->first) == order.end() ? results.erase(it)
-                                                                         : std::next(it);
-  const std::uint64_t resumed = results.size();
-  std::vector<std::uint32_t> todo;
-  std::vector<std::uint64_t> sizes; // executions of the finished subtrees, for the estimate
-  for (std::uint32_t i : searchOrder(plan))
-    if (std::binary_search(order.begin(), order.end(), i) && !results.count(i))
-      todo.push_back(i);
-  for (const auto &[i, r] : results)
-    sizes.push_back(r.stats.executions);
-
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::vector<SubtreeResult> fresh;   // finished, not yet handed to hooks.finished
-  std::exception_ptr failure;         // the first worker's exception, rethrown here
-  std::atomic<std::size_t> cursor{0}; // next entry of `todo`
-  std::atomic<std::uint32_t> stopAfter{std::numeric_limits<std::uint32_t>::max()};
-  std::atomic<std::uint64_t> running{0}; // executions of this run, for progress
-  std::atomic<unsigned> active{0};
-  const unsigned jobs =
-      std::max(1u, std::min<unsigned>(o.jobs, std::max<std::size_t>(todo.size(), 1)));
-  struct Slot { // a worker's subtree in progress, for the estimate
-    std::atomic<bool> busy{false};
-    std::atomic<std::uint64_t> executions{0};
-    std::atomic<double> searched{0};
-  };
-  std::vector<Slot> slots(jobs);
-  auto lowerStop = [&](std::uint32_t i) {
-    std::uint32_t cur = stopAfter.load();
-    while (i < cur && !stopAfter.compare_exchange_weak(cur, i)) {
-    }
-  };
-  if (auto s = stopIndex(order, results, o))
-    lowerStop(*s);
-
-  auto work = [&](Harness *given, Slot &slot) {
-    try {
-      std::unique_ptr<Harness> own;
-      if (!given) {
-        own = o.newHarness();
-        given = own.get();
-      }
-      const SubtreeRunner runner(*given, first);
-      while (true) {
-        const std::size_t k = cursor.fetch_add(1);
-        if (k >= todo.size())
-          break;
-        const std::uint32_t i = todo[k];
-        if (i > stopAfter.load())
-          continue;
-        slot.executions = 0;
-        slot.searched = 0;
-        slot.busy = true;
-        SubtreeResult r = runner.run(i, [&](double searched) {
-          running.fetch_add(1);
-          slot.executions.fetch_add(1);
-          slot.searched = searched;
-          return i > stopAfter.load();
-        });
-        slot.busy = false;
-        if (i > stopAfter.load())
-          continue; // abandoned: after the subtree the merge stops at
-        if (r.counterexample && o.stopAtFirst)
-          lowerStop(i);
-        std::lock_guard lock(mutex);
-        fresh.push_back(std::move(r));
-        changed.notify_all();
-      }
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      if (!failure)
-        failure = std::current_exception();
-      lowerStop(0);
-    }
-    std::lock_guard lock(mutex);
-    --active;
-    changed.notify_all();
-  };
-
-  if (jobs > 1 && !o.newHarness)
-    FTSIM_PANIC("--jobs {} without a way to build the workers' harnesses", jobs);
-  active = jobs;
-  std::vector<std::thread> threads;
-  for (unsigned w = 1; w < jobs; ++w)
-    threads.emplace_back(work, nullptr, std::ref(slots[w]));
-
-  const auto start = std::chrono::steady_clock::now();
-  std::uint64_t before = 0;
-  for (const auto &[i, r] : results)
-    before += r.stats.executions;
-  // The coordination (results, hooks, progress) on a thread of its own, so that the first worker
-  // runs on this thread: every engine is used only by the thread that created it.
-  std::thread coordinator([&] {
-    std::unique_lock lock(mutex);
-    while (true) {
-      changed.wait_for(lock, std::min(o.progressEvery, std::chrono::milliseconds(1000)),
-                       [&] { return !fresh.empty() || active == 0; });
-      std::vector<SubtreeResult> batch;
-      batch.swap(fresh);
-      const bool over = active == 0;
-      const bool failed = static_cast<bool>(failure);
-      lock.unlock();
-      for (SubtreeResult &r : batch) {
-        try {
-          if (hooks.finished && !failed)
-            hooks.finished(r); // a checkpoint that cannot be written stops every worker
-        } catch (...) {
-          std::lock_guard guard(mutex);
-          if (!failure)
-            failure = std::current_exception();
-          lowerStop(0);
-        }
-        sizes.push_back(r.stats.executions);
-        results[r.index] = std::move(r);
-      }
-      if (auto s = stopIndex(order, results, o))
-        lowerStop(*s);
-      if (o.progress) {
-        ExploreStats p;
-        p.executions = before + running.load();
-        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        p.subtrees = plan.count;
-        p.subtreesResumed = resumed;
-        std::vector<RunningSubtree> inProgress;
-        for (const Slot &slot : slots)
-          if (slot.busy)
-            inProgress.push_back({slot.executions.load(), slot.searched.load()});
-        const auto count = static_cast<std::uint32_t>(order.size());
-        p.estimatedExecutions =
-            std::max(p.executions, estimateExecutions(count, sizes, inProgress));
-        if (!sizes.empty())
-          p.estimatedFromFinished = std::max(p.executions, estimateExecutions(count, sizes));
-        const std::uint64_t now = running.load();
-        if (p.estimatedExecutions && now && p.seconds > 0)
-          p.etaSeconds = static_cast<double>(p.estimatedExecutions -
-                                             std::min(p.estimatedExecutions, p.executions)) *
-                         p.seconds / static_cast<double>(now);
-        o.progress(p);
-      }
-      lock.lock();
-      if (over && fresh.empty())
-        break;
-    }
-  });
-  work(&x.harness(), slots[0]);
-  coordinator.join();
-  for (std::thread &t : threads)
-    t.join();
-  if (failure)
-    std::rethrow_exception(failure);
-  if (hooks.end)
-    hooks.end();
-  mergeSubtrees(x, plan, results, resumed);
 }
 
 } // namespace ftsim::verify

@@ -10,7 +10,8 @@
 //             "results": [{"index": 0, "executions": ..., "states": ["0x...", ...],
 //                          "counterexample": {"choices": [...], ...}}, ...], "digest": "0x..."}
 //   tree:    {"scenario": "<toml>", "reduction": true, "preemption_bound": -1,
-//             "max_executions": 200000, "subtrees": 64, "depth": 4, "count": 70,
+//             "max_executions": 200000, "subtrees": 64, "piece_executions": 1024,
+//             "depth": 4, "count": 70,
 //             "bound_cuts": 0, "plan_digest": "0x..."}
 //
 // The digest (FNV-1a of the rest of the file in canonical JSON) covers everything: an edited file
@@ -35,6 +36,7 @@ struct SplitTree {
   int preemptionBound = -1;
   std::uint64_t maxExecutions = 0;
   unsigned subtrees = 0;
+  std::uint64_t pieceExecutions = 0;
   SubtreePlan plan;
   // Whether both describe the same tree (same scenario text, bounds and plan).
   bool same(const SplitTree &other) const;

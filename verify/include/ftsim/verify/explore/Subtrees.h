@@ -19,6 +19,14 @@
 // one a sequential depth-first search of the same split tree stops at. Subtrees after it are
 // dropped from the totals, whether or not a worker had started them.
 //
+// Subtree sizes are heavy-tailed (one subtree of the 3-CPU int3 tree holds 74% of it), so a subtree
+// is itself searched as pieces: a piece runs at most pieceExecutions executions, then what is
+// left of it becomes two pieces (detail::searchItem: the nodes above what is left are made full,
+// so that the pieces are independent of each other, like subtrees). Where a piece splits depends
+// only on the tree, so the pieces, their executions and the subtree's result are the same whether
+// one thread searches them in depth-first order (a `--subtree` file, an MPI rank) or several
+// workers share them out; the full nodes cost a few more executions than an unsplit subtree.
+//
 // F is the smallest depth with at least `subtrees` roots (a property of the scenario and the
 // bounds, never of the number of workers), so `--jobs 1`, `--jobs 8`, split files and resumed
 // checkpoints all search the same tree. The price: above F the search is sleep-set only, so a
@@ -41,6 +49,10 @@
 
 namespace ftsim::verify {
 
+namespace detail {
+struct SearchItem;
+}
+
 // The split of a scenario's tree.
 struct SubtreePlan {
   std::size_t depth = 0;       // the frontier depth F (decisions)
@@ -59,6 +71,34 @@ struct SubtreeResult {
       counterexample; // its first violation (choices, preemptions, events)
   bool operator==(const SubtreeResult &) const = default;
 };
+
+// A piece of subtree `index`: its place in the subtree's depth-first order (`path`: {} is the
+// subtree's root; each split appends 0 for the branch it stood on, with what is below it, and 1 for
+// the later branches) and where its search resumes (null: the subtree's root).
+struct SubtreePiece {
+  std::uint32_t index = 0;
+  std::vector<std::uint8_t> path;
+  std::shared_ptr<const detail::SearchItem> item;
+  double share = 1; // its estimated share of the subtree's executions
+};
+// A searched piece: its own executions, and the pieces what is left of it was split into.
+struct PieceOutcome {
+  SubtreeResult result;
+  std::vector<SubtreePiece> rest;
+};
+// A subtree's result from its pieces' results (any order): summed in depth-first order (the
+// paths' order), up to the first counterexample (options.stopAtFirst) or the piece at which the
+// running total reaches options.maxExecutions, as one search of the pieces in that order.
+// `everyPiece`: no piece of the subtree was left unsearched (else it is not complete).
+SubtreeResult
+assembleSubtree(std::uint32_t index,
+                std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> pieces,
+                bool everyPiece, const ExploreOptions &options);
+// Whether pieces after `path` are needed, given the results of some of the pieces before it: not
+// after a counterexample (options.stopAtFirst) or once those alone reach the budget.
+bool pieceNeeded(const std::vector<std::uint8_t> &path,
+                 const std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> &finished,
+                 const ExploreOptions &options);
 
 // What a split search does besides searching, all optional.
 struct SubtreeHooks {
@@ -85,9 +125,13 @@ public:
   SubtreeRunner(Harness &harness, const SubtreeRunner &same);
   ~SubtreeRunner();
   const SubtreePlan &plan() const { return plan_; }
-  // Searches subtree `index` (< plan().count) from its root; `abandon` as in detail::searchTree.
+  // Searches subtree `index` (< plan().count): its pieces one after another in depth-first order;
+  // `abandon` as in detail::searchTree.
   SubtreeResult run(std::uint32_t index,
                     const std::function<bool(double searched)> &abandon = {}) const;
+  // Searches one piece (at most options.pieceExecutions executions).
+  PieceOutcome runPiece(const SubtreePiece &piece,
+                        const std::function<bool(double searched)> &abandon = {}) const;
 
 private:
   struct Roots;
@@ -120,6 +164,10 @@ std::vector<std::uint32_t> searchOrder(const SubtreePlan &plan);
 // The depth-first index after which a merge of `results` stops (a counterexample, or the budget
 // reached), once every subtree before it has a result; nothing otherwise.
 std::optional<std::uint32_t> mergeStop(const std::map<std::uint32_t, SubtreeResult> &results,
+                                       const ExploreOptions &options);
+// The same over the subtrees `order` (depth-first) only.
+std::optional<std::uint32_t> mergeStop(const std::vector<std::uint32_t> &order,
+                                       const std::map<std::uint32_t, SubtreeResult> &results,
                                        const ExploreOptions &options);
 
 // The search of a split tree: options.jobs threads (each with its own harness from
