@@ -41,4 +41,6 @@ compare() {
 compare 0 --protocol int3 --cpus 2 --sites 2
 compare 1 --protocol direct --cpus 3 --sites 2
 compare 0 --protocol int3 --cpus 3 --bound 1
+# Large enough that its largest subtree splits into pieces, which travel between the ranks.
+compare 0 --protocol int3 --cpus 3
 exit $status

@@ -3,6 +3,7 @@
 // with a large subtree rather than waiting for it; each subtree's result is assembled from its
 // pieces in depth-first order and merged as a whole.
 
+#include "ftsim/verify/explore/PieceQueue.h"
 #include "ftsim/verify/explore/Subtrees.h"
 
 #include "ftsim/arch/Error.h"
@@ -10,24 +11,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <limits>
 #include <mutex>
 #include <thread>
 
 namespace ftsim::verify {
 namespace {
-
-using Path = std::vector<std::uint8_t>;
-
-// A subtree some of whose pieces are searched or being searched.
-struct OpenSubtree {
-  std::vector<std::pair<Path, SubtreeResult>> done;
-  std::size_t outstanding = 1; // pieces queued or running
-  bool everyPiece = true;      // no piece dropped
-  double searchedShare = 0;    // estimated share of the subtree the done pieces cover
-  std::uint64_t executions = 0;
-};
 
 // A worker's piece in progress, for the estimate.
 struct Slot {
@@ -63,14 +52,11 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   std::mutex mutex;
   std::condition_variable changed; // for the coordinator: results, or the workers done
   std::condition_variable queued;  // for idle workers: pieces, or nothing left
-  std::deque<SubtreePiece> queue;
-  std::map<std::uint32_t, OpenSubtree> open;
-  std::size_t inFlight = 0; // pieces queued or running, over all subtrees
+  std::vector<std::uint32_t> todo;
   for (std::uint32_t i : searchOrder(plan))
-    if (std::binary_search(order.begin(), order.end(), i) && !results.count(i)) {
-      queue.push_back(SubtreePiece{i, {}, nullptr, 1});
-      ++inFlight;
-    }
+    if (std::binary_search(order.begin(), order.end(), i) && !results.count(i))
+      todo.push_back(i);
+  PieceQueue queue(o, todo);
   std::vector<std::uint64_t> sizes; // executions of the finished subtrees, for the estimate
   for (const auto &[i, r] : results)
     sizes.push_back(r.stats.executions);
@@ -81,9 +67,10 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   std::atomic<std::uint64_t> running{0}; // executions of this run, for progress
   unsigned active = 0;
   const unsigned jobs =
-      std::max(1u, std::min<unsigned>(o.jobs, std::max<std::size_t>(queue.size(), 1)));
+      std::max(1u, std::min<unsigned>(o.jobs, std::max<std::size_t>(todo.size(), 1)));
   std::vector<Slot> slots(jobs);
-  auto lowerStop = [&](std::uint32_t i) {
+  auto lowerStop = [&](std::uint32_t i) { // under the lock
+    queue.stopAfter(i);
     std::uint32_t cur = stopAfter.load();
     while (i < cur && !stopAfter.compare_exchange_weak(cur, i)) {
     }
@@ -91,22 +78,14 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   if (auto s = mergeStop(order, results, o))
     lowerStop(*s);
 
-  // Under the lock: one piece of subtree `index` is over (searched, dropped or split); the
-  // subtree's result once none is left.
-  auto pieceOver = [&](std::uint32_t index, OpenSubtree &t) {
-    --inFlight;
-    if (--t.outstanding == 0) {
-      SubtreeResult r = assembleSubtree(index, std::move(t.done), t.everyPiece, o);
-      open.erase(index);
-      if (index <= stopAfter.load()) {
-        if (r.counterexample && o.stopAtFirst)
-          lowerStop(index);
-        fresh.push_back(std::move(r));
-        changed.notify_all();
-      }
+  // Under the lock: the subtrees the queue finished, for the coordinator.
+  auto collect = [&] {
+    for (SubtreeResult &r : queue.results()) {
+      if (r.counterexample && o.stopAtFirst)
+        lowerStop(r.index);
+      fresh.push_back(std::move(r));
+      changed.notify_all();
     }
-    if (inFlight == 0)
-      queued.notify_all();
   };
 
   auto work = [&](Harness *given, Slot &slot) {
@@ -119,25 +98,21 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
       const SubtreeRunner runner(*given, first);
       std::unique_lock lock(mutex);
       while (true) {
-        queued.wait(lock, [&] { return !queue.empty() || inFlight == 0 || failure; });
-        if (queue.empty() || failure)
+        std::optional<SubtreePiece> piece;
+        queued.wait(lock, [&] { return (piece = queue.take()) || queue.drained() || failure; });
+        collect(); // subtrees whose last pieces take() dropped
+        if (!piece || failure) {
+          queued.notify_all(); // the others: nothing left
           break;
-        SubtreePiece piece = std::move(queue.front());
-        queue.pop_front();
-        OpenSubtree &t = open[piece.index];
-        if (piece.index > stopAfter.load() || !pieceNeeded(piece.path, t.done, o)) {
-          t.everyPiece = false;
-          pieceOver(piece.index, t);
-          continue;
         }
-        slot.index = piece.index;
-        slot.share = piece.share;
+        slot.index = piece->index;
+        slot.share = piece->share;
         slot.executions = 0;
         slot.searched = 0;
         slot.busy = true;
         lock.unlock();
-        const std::uint32_t i = piece.index;
-        PieceOutcome out = runner.runPiece(piece, [&](double searched) {
+        const std::uint32_t i = piece->index;
+        PieceOutcome out = runner.runPiece(*piece, [&](double searched) {
           running.fetch_add(1);
           slot.executions.fetch_add(1);
           slot.searched = searched;
@@ -145,19 +120,11 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
         });
         lock.lock();
         slot.busy = false;
-        OpenSubtree &u = open[i];
-        u.executions += out.result.stats.executions;
-        u.searchedShare += piece.share;
-        for (const SubtreePiece &p : out.rest)
-          u.searchedShare -= p.share;
-        u.done.emplace_back(std::move(piece.path), std::move(out.result));
-        u.outstanding += out.rest.size();
-        inFlight += out.rest.size();
-        for (std::size_t k = out.rest.size(); k-- > 0;)
-          queue.push_front(std::move(out.rest[k])); // next: the pieces of a large subtree
-        if (!out.rest.empty())
+        const bool split = !out.rest.empty();
+        queue.finished(*piece, std::move(out));
+        collect();
+        if (split || queue.drained())
           queued.notify_all();
-        pieceOver(i, u);
       }
     } catch (...) {
       std::lock_guard guard(mutex);
@@ -186,9 +153,9 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   // executions over the share of it its finished and running pieces cover.
   auto estimate = [&](std::uint32_t count) {
     std::map<std::uint32_t, RunningSubtree> inProgress;
-    for (const auto &[i, t] : open) {
+    for (const auto &[i, t] : queue.open()) {
       inProgress[i].executions += t.executions;
-      inProgress[i].searched += t.searchedShare;
+      inProgress[i].searched += t.searched;
     }
     for (const Slot &slot : slots)
       if (slot.busy) {
@@ -227,8 +194,10 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
         sizes.push_back(r.stats.executions);
         results[r.index] = std::move(r);
       }
-      if (auto s = mergeStop(order, results, o))
+      if (auto s = mergeStop(order, results, o)) {
+        std::lock_guard guard(mutex);
         lowerStop(*s);
+      }
       if (o.progress) {
         ExploreStats p;
         p.executions = before + running.load();
