@@ -65,10 +65,29 @@ Machine::Impl::~Impl() {
 
 // --- Machine: scenario building and observation --------------------------------------------------
 
-Machine::Machine(const arch::Arch &arch, MachineConfig config)
-    : impl_(std::make_unique<Impl>(*this, arch, config)) {}
+namespace {
+// The event log's buffer of the last machine this thread destroyed, for the next one it makes:
+// engine-level harnesses boot a machine per execution, and a log of 100,000 events grown from
+// empty each time spent a third of such a search in page faults and copies. At most one buffer a
+// thread, as large as the longest log (max_events x sizeof(EventRecord)).
+thread_local std::vector<EventRecord> spareLog;
+} // namespace
 
-Machine::~Machine() = default;
+Machine::Machine(const arch::Arch &arch, MachineConfig config)
+    : impl_(std::make_unique<Impl>(*this, arch, config)) {
+  if (impl_->config.keepLog && impl_->state.log.empty()) {
+    impl_->state.log.swap(spareLog);
+    impl_->state.log.clear();
+  }
+}
+
+Machine::~Machine() {
+  std::vector<EventRecord> &log = impl_->state.log;
+  if (log.capacity() > spareLog.capacity()) {
+    log.clear();
+    spareLog.swap(log);
+  }
+}
 
 const arch::Arch &Machine::arch() const { return impl_->arch; }
 const MachineConfig &Machine::config() const { return impl_->config; }

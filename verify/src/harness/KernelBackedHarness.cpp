@@ -19,6 +19,7 @@ const sim::Machine &KernelBackedHarness::machine() const { return kernel_->machi
 sim::RunResult KernelBackedHarness::runKernel(sim::Scheduler &scheduler,
                                               const std::function<bool()> &stop) {
   annotations_.clear();
+  annotated_ = false;
   patcherScanned_ = 0;
   patcherEvents_ = 0;
   const std::uint64_t limit = scenario_.bounds.maxEvents;
@@ -51,7 +52,7 @@ void KernelBackedHarness::takeReference(const std::string &what) {
           sim::formatFinding(m.findings().front()));
 }
 
-void KernelBackedHarness::annotateEvent(std::uint64_t index, const std::string &text) {
+void KernelBackedHarness::annotateEvent(std::uint64_t index, const std::string &text) const {
   std::string &note = annotations_[index];
   note += (note.empty() ? "" : "; ") + text;
 }
@@ -72,6 +73,10 @@ std::string KernelBackedHarness::siteOf(std::uint64_t addr) const {
 }
 
 std::string KernelBackedHarness::annotate(const sim::EventRecord &e) const {
+  if (!annotated_) {
+    annotated_ = true;
+    annotateExecution();
+  }
   auto it = annotations_.find(e.index);
   return it == annotations_.end() ? std::string() : it->second;
 }

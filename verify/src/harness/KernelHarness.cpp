@@ -194,13 +194,16 @@ sim::RunResult KernelHarness::runExecution(sim::Scheduler &scheduler,
   if (!scenario_.engine.steps.empty())
     k.patcher([this](Kernel &kk) { runOperations(kk); });
 
-  const sim::RunResult total = runKernel(scheduler, stop);
+  return runKernel(scheduler, stop);
+}
+
+void KernelHarness::annotateExecution() const {
+  const Kernel &k = *kernel_;
   for (const CallbackEvent &c : k.callbacks())
     annotateEvent(c.event,
                   fmt::format("callback {} for {}", c.function, k.symbolName(c.ip, false)));
   for (const OpInterval &iv : intervals_)
     annotateEvent(iv.begin, fmt::format("engine: {} begins (ends at #{})", iv.what, iv.end));
-  return total;
 }
 
 std::uint64_t KernelHarness::extraState() const {

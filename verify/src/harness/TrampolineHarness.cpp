@@ -178,14 +178,12 @@ std::uint64_t TrampolineHarness::historyHash() const {
 sim::RunResult TrampolineHarness::runExecution(sim::Scheduler &scheduler,
                                                const std::function<bool()> &stop) {
   setUp(true);
-  const sim::RunResult total = runKernel(scheduler, stop);
-  annotateTrampolineVisits();
-  return total;
+  return runKernel(scheduler, stop);
 }
 
 // Where a CPU enters and leaves a trampoline, which preemptions and switches are (not) quiescent
 // states.
-void TrampolineHarness::annotateTrampolineVisits() {
+void TrampolineHarness::annotateExecution() const {
   std::map<unsigned, bool> inside;
   for (const sim::EventRecord &e : machine().events()) {
     if (e.kind == sim::EventKind::Preempt)

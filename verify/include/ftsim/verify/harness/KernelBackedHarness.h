@@ -47,8 +47,11 @@ protected:
   sim::RunResult runKernel(sim::Scheduler &scheduler, const std::function<bool()> &stop);
   // Every task's result after a reference run; FatalError naming `what` when one did not finish.
   void takeReference(const std::string &what);
-  // Appends `text` to event `index`'s annotation.
-  void annotateEvent(std::uint64_t index, const std::string &text);
+  // Appends `text` to event `index`'s annotation (from annotateExecution).
+  void annotateEvent(std::uint64_t index, const std::string &text) const;
+  // The subclass's annotations of the last execution, made the first time one is asked for (a
+  // timeline), not after every execution: a search formats only its counterexample.
+  virtual void annotateExecution() const {}
   // What the subclass adds to the final-state hash.
   virtual std::uint64_t extraState() const { return 0; }
   // What the subclass's oracles and patcher will read of the history so far (midStateHash).
@@ -58,7 +61,8 @@ protected:
   std::string imagePath_;
   std::vector<std::uint64_t> reference_;
   std::unique_ptr<::ftsim::kernel::Kernel> kernel_;
-  std::map<std::uint64_t, std::string> annotations_;
+  mutable std::map<std::uint64_t, std::string> annotations_;
+  mutable bool annotated_ = false;
 
 private:
   // midStateHash's count of the patcher's events, kept up with the log (reset per execution).

@@ -96,6 +96,8 @@ private:
   void boot();
   void runOperations(::ftsim::kernel::Kernel &k);
   std::uint64_t extraState() const override;
+  // The callbacks and the engine's operations of the last execution.
+  void annotateExecution() const override;
   std::uint64_t historyHash() const override;
 
   std::vector<OpsSlot> slots_;

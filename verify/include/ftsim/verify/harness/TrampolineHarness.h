@@ -75,7 +75,8 @@ private:
                   const std::function<bool(const sim::EventRecord &)> &seen) const;
   std::uint64_t historyHash() const override;
 
-  void annotateTrampolineVisits();
+  // Where a CPU enters and leaves a trampoline, preemptions and switches.
+  void annotateExecution() const override;
 
   std::vector<std::unique_ptr<model::FtraceOps>> ops_;
   std::uint64_t site_ = 0; // the traced function's patch site
