@@ -123,11 +123,11 @@ void estimate(benchmark::State &state, verify::Scenario s) {
 BENCHMARK_CAPTURE(jobs, int3_3cpus, scenario("int3", 3, 1))
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
-    ->Iterations(3);
+    ->Iterations(7);
 BENCHMARK_CAPTURE(jobs, int3_2cpus_3sites, scenario("int3", 2, 3))
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
-    ->Iterations(1);
+    ->Iterations(3);
 BENCHMARK_CAPTURE(estimate, int3_2cpus, scenario("int3", 2, 1))->Iterations(1);
 BENCHMARK_CAPTURE(estimate, int3_2cpus_2sites, scenario("int3", 2, 2))->Iterations(1);
 BENCHMARK_CAPTURE(estimate, int3_2cpus_3sites, scenario("int3", 2, 3))->Iterations(1);

@@ -88,6 +88,15 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
     }
   };
 
+  // In a handler: the first failure is rethrown at the end; every worker stops.
+  auto fail = [&] {
+    std::lock_guard guard(mutex);
+    if (!failure)
+      failure = std::current_exception();
+    lowerStop(0);
+    queued.notify_all();
+  };
+
   auto work = [&](Harness *given, Slot &slot) {
     try {
       std::unique_ptr<Harness> own;
@@ -127,11 +136,7 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
           queued.notify_all();
       }
     } catch (...) {
-      std::lock_guard guard(mutex);
-      if (!failure)
-        failure = std::current_exception();
-      lowerStop(0);
-      queued.notify_all();
+      fail();
     }
     std::lock_guard guard(mutex);
     --active;
@@ -185,11 +190,7 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
           if (hooks.finished && !failed)
             hooks.finished(r); // a checkpoint that cannot be written stops every worker
         } catch (...) {
-          std::lock_guard guard(mutex);
-          if (!failure)
-            failure = std::current_exception();
-          lowerStop(0);
-          queued.notify_all();
+          fail();
         }
         sizes.push_back(r.stats.executions);
         results[r.index] = std::move(r);

@@ -66,6 +66,19 @@ SubtreePlan computePlan(Harness &harness, const ExploreOptions &o,
   return plan;
 }
 
+// Adds a searched part's counts to `s` (not its states, its completeness or its time).
+void addCounts(ExploreStats &s, const ExploreStats &p) {
+  s.executions += p.executions;
+  s.sleepBlocked += p.sleepBlocked;
+  s.pruned += p.pruned;
+  s.boundCuts += p.boundCuts;
+  s.eventLimitHits += p.eventLimitHits;
+  s.decisions += p.decisions;
+  s.events += p.events;
+  s.maxEvents = std::max(s.maxEvents, p.maxEvents);
+  s.maxPreemptions = std::max(s.maxPreemptions, p.maxPreemptions);
+}
+
 SubtreeResult resultOf(std::uint32_t index, Exploration &x) {
   SubtreeResult r;
   r.index = index;
@@ -157,15 +170,7 @@ assembleSubtree(std::uint32_t index,
   for (std::size_t k = 0; k < pieces.size(); ++k) {
     const SubtreeResult &p = pieces[k].second;
     ExploreStats &s = r.stats;
-    s.executions += p.stats.executions;
-    s.sleepBlocked += p.stats.sleepBlocked;
-    s.pruned += p.stats.pruned;
-    s.boundCuts += p.stats.boundCuts;
-    s.eventLimitHits += p.stats.eventLimitHits;
-    s.decisions += p.stats.decisions;
-    s.events += p.stats.events;
-    s.maxEvents = std::max(s.maxEvents, p.stats.maxEvents);
-    s.maxPreemptions = std::max(s.maxPreemptions, p.stats.maxPreemptions);
+    addCounts(s, p.stats);
     s.complete = s.complete && p.stats.complete;
     states.insert(states.end(), p.states.begin(), p.states.end());
     r.violatingExecutions += p.violatingExecutions;
@@ -249,16 +254,7 @@ std::optional<std::uint32_t> mergeStop(const std::map<std::uint32_t, SubtreeResu
 }
 
 void Exploration::absorb(const SubtreeResult &r) {
-  ExploreStats &s = result_.stats;
-  s.executions += r.stats.executions;
-  s.sleepBlocked += r.stats.sleepBlocked;
-  s.pruned += r.stats.pruned;
-  s.boundCuts += r.stats.boundCuts;
-  s.eventLimitHits += r.stats.eventLimitHits;
-  s.decisions += r.stats.decisions;
-  s.events += r.stats.events;
-  s.maxEvents = std::max(s.maxEvents, r.stats.maxEvents);
-  s.maxPreemptions = std::max(s.maxPreemptions, r.stats.maxPreemptions);
+  addCounts(result_.stats, r.stats);
   states_.insert(r.states.begin(), r.states.end());
   result_.violatingExecutions += r.violatingExecutions;
   if (!result_.counterexample && r.counterexample)
