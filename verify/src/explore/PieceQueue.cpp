@@ -189,7 +189,9 @@ detail::Node getNode(Reader &r) {
 void putPiece(Writer &w, const SubtreePiece &p) {
   w.put(p.index);
   w.put(p.share);
-  w.bytes(std::string(p.path.begin(), p.path.end()));
+  w.put<std::uint64_t>(p.path.size());
+  for (std::uint32_t k : p.path)
+    w.put(k);
   w.put<std::uint8_t>(p.item != nullptr);
   if (!p.item)
     return;
@@ -205,8 +207,9 @@ SubtreePiece getPiece(Reader &r) {
   SubtreePiece p;
   p.index = r.get<std::uint32_t>();
   p.share = r.get<double>();
-  const std::string path = r.bytes();
-  p.path.assign(path.begin(), path.end());
+  p.path.resize(r.count(sizeof(std::uint32_t)));
+  for (std::uint32_t &k : p.path)
+    k = r.get<std::uint32_t>();
   if (!r.get<std::uint8_t>())
     return p;
   auto item = std::make_shared<detail::SearchItem>();

@@ -135,7 +135,7 @@ PieceOutcome SubtreeRunner::runPiece(const SubtreePiece &piece,
   out.result = resultOf(piece.index, x);
   for (std::size_t k = 0; k < rest.size(); ++k) {
     SubtreePiece p{piece.index, piece.path, nullptr, rest[k].share};
-    p.path.push_back(static_cast<std::uint8_t>(k));
+    p.path.push_back(static_cast<std::uint32_t>(k));
     p.item = std::make_shared<const detail::SearchItem>(std::move(rest[k]));
     out.rest.push_back(std::move(p));
   }
@@ -144,7 +144,7 @@ PieceOutcome SubtreeRunner::runPiece(const SubtreePiece &piece,
 
 SubtreeResult SubtreeRunner::run(std::uint32_t index,
                                  const std::function<bool(double searched)> &abandon) const {
-  std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> done;
+  std::vector<std::pair<PiecePath, SubtreeResult>> done;
   std::vector<SubtreePiece> todo{SubtreePiece{index, {}, nullptr}};
   while (!todo.empty() && (done.empty() || pieceNeeded(todo.back().path, done, options_))) {
     SubtreePiece piece = std::move(todo.back());
@@ -159,7 +159,7 @@ SubtreeResult SubtreeRunner::run(std::uint32_t index,
 
 SubtreeResult
 assembleSubtree(std::uint32_t index,
-                std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> pieces,
+                std::vector<std::pair<PiecePath, SubtreeResult>> pieces,
                 bool everyPiece, const ExploreOptions &options) {
   std::sort(pieces.begin(), pieces.end(),
             [](const auto &a, const auto &b) { return a.first < b.first; });
@@ -188,8 +188,8 @@ assembleSubtree(std::uint32_t index,
   return r;
 }
 
-bool pieceNeeded(const std::vector<std::uint8_t> &path,
-                 const std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> &finished,
+bool pieceNeeded(const PiecePath &path,
+                 const std::vector<std::pair<PiecePath, SubtreeResult>> &finished,
                  const ExploreOptions &options) {
   std::uint64_t before = 0;
   for (const auto &[p, r] : finished)

@@ -48,7 +48,7 @@ public:
 
 private:
   struct Subtree {
-    std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> done;
+    std::vector<std::pair<PiecePath, SubtreeResult>> done;
     std::size_t outstanding = 1; // pieces queued or being searched
     bool everyPiece = true;      // no piece dropped
     Open progress;

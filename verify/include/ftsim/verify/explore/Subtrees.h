@@ -72,12 +72,15 @@ struct SubtreeResult {
   bool operator==(const SubtreeResult &) const = default;
 };
 
-// A piece of subtree `index`: its place in the subtree's depth-first order (`path`: {} is the
-// subtree's root; each split appends 0 for the branch it stood on, with what is below it, and 1 for
-// the later branches) and where its search resumes (null: the subtree's root).
+// A piece's place in its subtree's depth-first order: {} is the subtree's root; each split appends
+// 0 for the branch it stood on, with what is below it, and 1 for the later branches.
+using PiecePath = std::vector<std::uint32_t>;
+
+// A piece of subtree `index`: its place (`path`) and where its search resumes (null: the subtree's
+// root).
 struct SubtreePiece {
   std::uint32_t index = 0;
-  std::vector<std::uint8_t> path;
+  PiecePath path;
   std::shared_ptr<const detail::SearchItem> item;
   double share = 1; // its estimated share of the subtree's executions
 };
@@ -92,12 +95,12 @@ struct PieceOutcome {
 // `everyPiece`: no piece of the subtree was left unsearched (else it is not complete).
 SubtreeResult
 assembleSubtree(std::uint32_t index,
-                std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> pieces,
+                std::vector<std::pair<PiecePath, SubtreeResult>> pieces,
                 bool everyPiece, const ExploreOptions &options);
 // Whether pieces after `path` are needed, given the results of some of the pieces before it: not
 // after a counterexample (options.stopAtFirst) or once those alone reach the budget.
-bool pieceNeeded(const std::vector<std::uint8_t> &path,
-                 const std::vector<std::pair<std::vector<std::uint8_t>, SubtreeResult>> &finished,
+bool pieceNeeded(const PiecePath &path,
+                 const std::vector<std::pair<PiecePath, SubtreeResult>> &finished,
                  const ExploreOptions &options);
 
 // What a split search does besides searching, all optional.
