@@ -2,8 +2,10 @@
 // counterexample whatever the number of worker threads, and the same final states as one tree.
 
 #include "ftsim/verify/explore/Subtrees.h"
+#include "ftsim/arch/Error.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/explore/Explore.h"
+#include "ftsim/verify/explore/PieceQueue.h"
 #include "ftsim/verify/harness/SiteHarness.h"
 #include "ftsim/verify/replay/Replay.h"
 
@@ -111,6 +113,35 @@ TEST(Subtrees, PiecesGiveTheSameResultWhoeverSearchesThem) {
       EXPECT_EQ(r.stats.complete, !c.violation);
     }
   }
+}
+
+// What MPI ranks send each other: a piece searched on the far side of a message gives what it
+// gives here; a damaged message is an error, never a piece.
+TEST(Subtrees, APieceSentAsBytesSearchesAsTheOriginal) {
+  const Scenario s = site("int3", 2, 2);
+  SiteHarness h(s);
+  ExploreOptions o = splitOptions(s, 4, 1);
+  o.pieceExecutions = 4;
+  const SubtreeRunner runner(h, o);
+  std::optional<PieceOutcome> split;
+  for (std::uint32_t i = 0; i < runner.plan().count && !split; ++i)
+    if (PieceOutcome out = runner.runPiece(SubtreePiece{i, {}, nullptr}); !out.rest.empty())
+      split = std::move(out);
+  ASSERT_TRUE(split) << "no subtree split: the test proves nothing";
+  const PieceOutcome back = decodeOutcome(encodeOutcome(*split));
+  EXPECT_EQ(back.result, split->result);
+  ASSERT_EQ(back.rest.size(), split->rest.size());
+  for (std::size_t k = 0; k < back.rest.size(); ++k) {
+    const SubtreePiece sent = decodePiece(encodePiece(split->rest[k]));
+    EXPECT_EQ(sent.path, split->rest[k].path);
+    PieceOutcome here = runner.runPiece(split->rest[k]), there = runner.runPiece(sent);
+    EXPECT_EQ(here.result, there.result) << "piece " << k;
+    EXPECT_EQ(here.rest.size(), there.rest.size()) << "piece " << k;
+  }
+  const std::string bytes = encodePiece(split->rest[0]);
+  EXPECT_THROW(decodePiece(bytes.substr(0, bytes.size() / 2)), FatalError);
+  EXPECT_THROW(decodePiece(bytes + "x"), FatalError);
+  EXPECT_THROW(decodeOutcome("nonsense"), FatalError);
 }
 
 TEST(Subtrees, ASplitTreeReachesTheFinalStatesOfTheWholeTree) {
