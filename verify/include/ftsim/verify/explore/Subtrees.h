@@ -24,8 +24,9 @@
 // left of it becomes two pieces (detail::searchItem: the nodes above what is left are made full,
 // so that the pieces are independent of each other, like subtrees). Where a piece splits depends
 // only on the tree, so the pieces, their executions and the subtree's result are the same whether
-// one thread searches them in depth-first order (a `--subtree` file, an MPI rank) or several
-// workers share them out; the full nodes cost a few more executions than an unsplit subtree.
+// one thread searches them in depth-first order (a `--subtree` file) or several workers or MPI
+// ranks share them out (PieceQueue.h); the full nodes cost a few more executions than an unsplit
+// subtree.
 //
 // F is the smallest depth with at least `subtrees` roots (a property of the scenario and the
 // bounds, never of the number of workers), so `--jobs 1`, `--jobs 8`, split files and resumed
@@ -33,9 +34,9 @@
 // split tree has a few more executions than the unsplit one (`subtrees` = 0), which stays the
 // default of the library.
 //
-// The execution budget (max_executions) is checked between subtrees in depth-first order: each
-// subtree is searched with the whole budget, and the subtrees after the one where the running
-// total reaches it are dropped (INCOMPLETE).
+// The execution budget (max_executions) is checked between pieces and between subtrees in
+// depth-first order: the pieces and subtrees after the one where the running total reaches it are
+// dropped (INCOMPLETE).
 
 #include "ftsim/verify/explore/Explore.h"
 
