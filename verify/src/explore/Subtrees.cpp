@@ -117,6 +117,13 @@ SubtreeRunner::SubtreeRunner(Harness &harness, const SubtreeRunner &same)
 
 SubtreeRunner::~SubtreeRunner() = default;
 
+std::uint64_t SubtreeRunner::pieceBudget(const SubtreePiece &piece) const {
+  // Doubling with each split: a subtree of N executions splits about log4(N / base) times deep,
+  // not N / base times, so the full nodes of the splits stay few on the largest trees.
+  const std::size_t generation = std::min<std::size_t>(piece.path.size(), 24);
+  return options_.pieceExecutions << generation;
+}
+
 PieceOutcome SubtreeRunner::runPiece(const SubtreePiece &piece,
                                      const std::function<bool(double searched)> &abandon) const {
   if (piece.index >= plan_.count)
@@ -130,7 +137,7 @@ PieceOutcome SubtreeRunner::runPiece(const SubtreePiece &piece,
   }
   Exploration x(harness_, options_);
   std::vector<detail::SearchItem> rest =
-      detail::searchItem(x, roots_->shape, std::move(item), options_.pieceExecutions, abandon);
+      detail::searchItem(x, roots_->shape, std::move(item), pieceBudget(piece), abandon);
   PieceOutcome out;
   out.result = resultOf(piece.index, x);
   for (std::size_t k = 0; k < rest.size(); ++k) {
@@ -157,10 +164,9 @@ SubtreeResult SubtreeRunner::run(std::uint32_t index,
   return assembleSubtree(index, std::move(done), todo.empty(), options_);
 }
 
-SubtreeResult
-assembleSubtree(std::uint32_t index,
-                std::vector<std::pair<PiecePath, SubtreeResult>> pieces,
-                bool everyPiece, const ExploreOptions &options) {
+SubtreeResult assembleSubtree(std::uint32_t index,
+                              std::vector<std::pair<PiecePath, SubtreeResult>> pieces,
+                              bool everyPiece, const ExploreOptions &options) {
   std::sort(pieces.begin(), pieces.end(),
             [](const auto &a, const auto &b) { return a.first < b.first; });
   SubtreeResult r;

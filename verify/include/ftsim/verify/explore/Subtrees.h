@@ -94,10 +94,9 @@ struct PieceOutcome {
 // paths' order), up to the first counterexample (options.stopAtFirst) or the piece at which the
 // running total reaches options.maxExecutions, as one search of the pieces in that order.
 // `everyPiece`: no piece of the subtree was left unsearched (else it is not complete).
-SubtreeResult
-assembleSubtree(std::uint32_t index,
-                std::vector<std::pair<PiecePath, SubtreeResult>> pieces,
-                bool everyPiece, const ExploreOptions &options);
+SubtreeResult assembleSubtree(std::uint32_t index,
+                              std::vector<std::pair<PiecePath, SubtreeResult>> pieces,
+                              bool everyPiece, const ExploreOptions &options);
 // Whether pieces after `path` are needed, given the results of some of the pieces before it: not
 // after a counterexample (options.stopAtFirst) or once those alone reach the budget.
 bool pieceNeeded(const PiecePath &path,
@@ -133,7 +132,10 @@ public:
   // `abandon` as in detail::searchTree.
   SubtreeResult run(std::uint32_t index,
                     const std::function<bool(double searched)> &abandon = {}) const;
-  // Searches one piece (at most options.pieceExecutions executions).
+  // The executions after which `piece` splits: options.pieceExecutions, doubled with each split
+  // that led to it.
+  std::uint64_t pieceBudget(const SubtreePiece &piece) const;
+  // Searches one piece (at most pieceBudget(piece) executions).
   PieceOutcome runPiece(const SubtreePiece &piece,
                         const std::function<bool(double searched)> &abandon = {}) const;
 
