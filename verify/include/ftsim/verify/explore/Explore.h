@@ -149,8 +149,8 @@ struct ExploreOptions {
   // of its own from `newHarness`. The results do not depend on `jobs`.
   unsigned subtrees = 0;
   unsigned jobs = 1;
-  // Executions after which a piece of a subtree splits what is left of it (Subtrees.h); part of
-  // the tree's identity, like `subtrees`.
+  // Executions after which a piece of a subtree splits what is left of it, doubled with each
+  // split (Subtrees.h); part of the tree's identity, like `subtrees`.
   std::uint64_t pieceExecutions = 1024;
   std::function<std::unique_ptr<Harness>()> newHarness;
   const SubtreeHooks *subtreeHooks = nullptr; // checkpoints, resumed and partial runs

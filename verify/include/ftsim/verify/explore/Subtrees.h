@@ -20,8 +20,8 @@
 // dropped from the totals, whether or not a worker had started them.
 //
 // Subtree sizes are heavy-tailed (one subtree of the 3-CPU int3 tree holds 74% of it), so a subtree
-// is itself searched as pieces: a piece runs at most pieceExecutions executions, then what is
-// left of it becomes two pieces (detail::searchItem: the nodes above what is left are made full,
+// is itself searched as pieces: a piece runs at most pieceExecutions executions (doubled with each
+// split that led to it), then what is left of it becomes two pieces (detail::searchItem: the nodes above what is left are made full,
 // so that the pieces are independent of each other, like subtrees). Where a piece splits depends
 // only on the tree, so the pieces, their executions and the subtree's result are the same whether
 // one thread searches them in depth-first order (a `--subtree` file) or several workers or MPI
