@@ -121,7 +121,11 @@ std::uint64_t SubtreeRunner::pieceBudget(const SubtreePiece &piece) const {
   // Doubling with each split: a subtree of N executions splits about log4(N / base) times deep,
   // not N / base times, so the full nodes of the splits stay few on the largest trees.
   const std::size_t generation = std::min<std::size_t>(piece.path.size(), 24);
-  return options_.pieceExecutions << generation;
+  const std::uint64_t base = options_.pieceExecutions;
+  // Saturated: a file's piece_executions near 2^64 must not wrap to 0 ("never split") or less.
+  return base > (std::numeric_limits<std::uint64_t>::max() >> generation)
+             ? std::numeric_limits<std::uint64_t>::max()
+             : base << generation;
 }
 
 PieceOutcome SubtreeRunner::runPiece(const SubtreePiece &piece,
