@@ -255,6 +255,10 @@ void addCheckCommand(CLI::App &app, CommandResult &result) {
   cmd->add_flag("--no-state-hashing", r.noStateHashing,
                 "exhaustive on kernel and trampoline scenarios: search on from every state, even "
                 "one reached before with as many deviations left (to measure the hashing)");
+  cmd->add_option("--continuation", r.continuation,
+                  "exhaustive on kernel and trampoline scenarios: the base schedule the bound "
+                  "counts deviations from: run-on (the process that ran last while it can; the "
+                  "default) or round-robin (the CPUs and the patcher in turn)");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr (shown only on a terminal)");
   addProgressFlag(cmd, f->progress);
   optionalFlag(cmd, "--tramp-free", r.trampFree,

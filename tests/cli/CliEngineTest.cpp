@@ -91,6 +91,12 @@ TEST(CliTrampFree, BadValuesAndFlagsThatDoNotApplyAreOneLineErrors) {
       {"check --tramp-free immediate --cpus 4", "--cpus does not apply"},
       {"check --tramp-free immediate --sites 2", "--sites does not apply"},
       {"check --tramp-free immediate --explore nosuch", "unknown explorer 'nosuch'"},
+      {"check --tramp-free immediate --explore exhaustive --continuation sideways",
+       "--continuation 'sideways': known are run-on, round-robin"},
+      {"check --tramp-free immediate --continuation round-robin",
+       "--continuation belongs to the exhaustive search"},
+      {"check --protocol int3 --continuation round-robin",
+       "not to exhaustive search of a snippet scenario"},
   };
   for (const auto &[args, message] : cases) {
     const CommandRun r = runFtsim(args);

@@ -55,6 +55,8 @@ ExploreOptions exploreOptionsFor(const Scenario &s) {
   o.preemptionBound = s.bounds.preemptions;
   o.seed = s.explore.seed;
   o.pctDepth = s.explore.pctDepth;
+  if (!s.explore.continuation.empty())
+    o.continuation = *continuationByName(s.explore.continuation);
   o.maxExecutions =
       explorerByName(o.explorer).exhaustive() ? s.bounds.maxExecutions : s.explore.runs;
   return o;

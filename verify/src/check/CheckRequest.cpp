@@ -231,6 +231,17 @@ ExploreOptions buildExploreOptions(const Scenario &s, const CheckRequest &r) {
     o.pctDepth = *r.depth;
   o.reduction = !r.naive;
   o.stateHashing = !r.noStateHashing;
+  if (r.continuation) {
+    const std::optional<Continuation> c = continuationByName(*r.continuation);
+    if (!c)
+      fatal("--continuation '{}': known are {}", *r.continuation, continuationNames());
+    if (o.explorer != "exhaustive" ||
+        (s.code != CodeKind::Kernel && s.code != CodeKind::Trampoline))
+      fatal("check: --continuation belongs to the exhaustive search of kernel and trampoline "
+            "scenarios, not to {} search of a {} scenario",
+            o.explorer, codeKindName(s.code));
+    o.continuation = *c;
+  }
   if (o.explorer != "exhaustive") {
     if (r.jobs || r.subtrees)
       fatal("check: --jobs and --subtrees belong to the exhaustive explorer, not to {}",

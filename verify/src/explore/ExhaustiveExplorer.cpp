@@ -25,7 +25,7 @@ public:
   void run(Exploration &x) const override {
     const ExploreOptions &o = x.options();
     if (visibleSearch(x.harness(), o)) {
-      detail::searchVisible(x, o.preemptionBound, o.stateHashing);
+      detail::searchVisible(x, o.preemptionBound, o.stateHashing, o.continuation);
       return;
     }
     if (o.subtrees > 0) {
@@ -39,7 +39,7 @@ public:
   }
   std::string bounds(const Harness &h, const ExploreOptions &o) const override {
     if (visibleSearch(h, o))
-      return detail::visibleBounds(o.preemptionBound, o.stateHashing);
+      return detail::visibleBounds(o.preemptionBound, o.stateHashing, o.continuation);
     return o.preemptionBound < 0 ? std::string("no preemption bound")
                                  : fmt::format("at most {} preemptions", o.preemptionBound);
   }

@@ -120,19 +120,47 @@ bool noLonger(unsigned preemptions, std::uint64_t events, const Counterexample &
          (preemptions == than.preemptions && events <= than.events);
 }
 
+// A candidate execution longer than this many times found's whole execution, plus the slack, is
+// stopped and fails.
+constexpr std::uint64_t kLengthFactor = 4;
+constexpr std::uint64_t kLengthSlack = 1000;
+
 class DeltaDebugging {
 public:
+  // `foundLength`: the events of found's whole execution (to its end, past its violation).
   DeltaDebugging(Harness &h, const OracleList &oracles, const Counterexample &found,
-                 std::uint64_t budget)
-      : h_(h), oracles_(oracles), found_(found), budget_(budget) {}
+                 std::uint64_t budget, std::uint64_t foundLength)
+      : h_(h), oracles_(oracles), found_(found), budget_(budget),
+        eventLimit_(kLengthFactor * foundLength + kLengthSlack) {}
 
   // The counterexample `kept` gives, when it shows a violation of found's oracle first, with no
   // more preemptions or events than found; its decisions end at its last deviation.
   std::optional<Counterexample> test(std::span<const Deviation> kept) {
     ++runs_;
     DeviationScheduler s(kept, nullptr);
-    const sim::RunResult run = h_.runExecution(s);
-    const sim::Machine &m = h_.machine();
+    // Its preemptions only grow: once past found's, it fails whatever comes after. Most
+    // candidates fall back to the continuation, which in a trampoline scenario idles on for
+    // 100,000 events, so a candidate that has run far longer than found's whole execution
+    // without a violation so far fails too (a violation it would show later is not looked for);
+    // one that has shown one runs to its end, so that it is judged as an unstopped run.
+    const unsigned most = found_.preemptions;
+    bool tooMany = false, tooLong = false;
+    sim::RunResult run = h_.runExecution(s, [&] {
+      tooMany = s.preemptions() > most;
+      tooLong = h_.machine().eventCount() > eventLimit_;
+      return tooMany || tooLong;
+    });
+    sim::Machine &m = h_.machine();
+    if (tooMany)
+      return std::nullopt;
+    if (tooLong) {
+      if (checkExecution(ExecutionView{h_, m, run}, oracles_).empty())
+        return std::nullopt;
+      const std::uint64_t limit = h_.scenario().bounds.maxEvents;
+      const sim::RunResult rest = m.run(s, limit - std::min(limit, run.events));
+      run.events += rest.events;
+      run.status = rest.status;
+    }
     const std::vector<Violation> violations = checkExecution(ExecutionView{h_, m, run}, oracles_);
     if (violations.empty() || violations.front().oracle != found_.violation.oracle ||
         !noLonger(s.preemptions(), violations.front().event + 1, found_))
@@ -202,30 +230,40 @@ private:
   const OracleList &oracles_;
   const Counterexample &found_;
   std::uint64_t budget_;
+  std::uint64_t eventLimit_;
   std::uint64_t runs_ = 0;
 };
 
-// The deviations of `cex`'s execution; with `upToViolation`, only those decided before its
-// violating event ran.
-std::vector<Deviation> deviationsOf(Harness &h, const Counterexample &cex, bool upToViolation) {
+// The deviations of `cex`'s execution: those decided before its violating event ran
+// (`upToViolation`) and all of them; and how many events the execution ran.
+struct FoundDeviations {
+  std::vector<Deviation> upToViolation, all;
+  std::uint64_t length = 0;
+};
+FoundDeviations deviationsOf(Harness &h, const Counterexample &cex) {
   CountingReplay replay(cex.choices, cex.continues);
   DeviationScheduler recorder({}, &replay);
   h.runExecution(recorder);
-  std::vector<Deviation> out;
-  for (std::size_t i = 0; i < recorder.deviations.size(); ++i)
-    if (recorder.deviations[i] &&
-        (!upToViolation || recorder.eventsBefore[i] <= cex.violation.event))
-      out.push_back(*recorder.deviations[i]);
+  FoundDeviations out;
+  out.length = h.machine().eventCount();
+  for (std::size_t i = 0; i < recorder.deviations.size(); ++i) {
+    if (!recorder.deviations[i])
+      continue;
+    out.all.push_back(*recorder.deviations[i]);
+    if (recorder.eventsBefore[i] <= cex.violation.event)
+      out.upToViolation.push_back(*recorder.deviations[i]);
+  }
   return out;
 }
 
 // ddmin from `found`: first over the deviations up to its violation, else over all of them.
 Counterexample deltaDebug(Harness &h, const Counterexample &found, const OracleList &oracles,
                           std::uint64_t budget) {
-  DeltaDebugging dd(h, oracles, found, budget);
+  const FoundDeviations deviations = deviationsOf(h, found);
+  DeltaDebugging dd(h, oracles, found, budget, deviations.length);
   Counterexample best = found;
   for (bool upToViolation : {true, false}) {
-    const std::vector<Deviation> all = deviationsOf(h, found, upToViolation);
+    const std::vector<Deviation> &all = upToViolation ? deviations.upToViolation : deviations.all;
     if (auto c = dd.test(all)) {
       Counterexample shortened = std::move(*c);
       dd.minimise(all, shortened);

@@ -9,6 +9,15 @@
 // a decision right after a visible event, where the last process cannot continue, or where the base
 // passes to another process.
 //
+// The round-robin base (ExploreOptions::continuation, a scenario's `[explore] continuation`):
+// rr-bounded's round robin instead, the next CPU or the patcher in turn after the one that ran
+// last, one event each, never a timer interrupt. It passes on at every decision, so every
+// decision is a branching point; the bound then counts deviations from round robin, where a
+// timer interrupt at the right moment is one deviation. Bugs that need one process to be slowed
+// down while another makes many steps (a softirq still on a trampoline while the patcher syncs,
+// waits and frees it) are within one deviation of round robin, but need one per step of the
+// patcher from the run-on base.
+//
 // Visible events (scheduling points). An event is invisible when it is a fast-mode Run or a Step
 // with no footprint at all: no watched fetch, no watched data access, no shared read, no change of
 // the CPU's interrupt or preempt state, no trap, hypercall, schedule or exit. Everything else is
@@ -71,9 +80,9 @@ using Visited = std::unordered_map<std::uint64_t, int>;
 class VisibleScheduler final : public CountingScheduler {
 public:
   VisibleScheduler(const Harness &harness, const std::map<std::uint64_t, std::uint32_t> &overrides,
-                   std::uint64_t recordFrom, int left, Visited *visited)
+                   std::uint64_t recordFrom, int left, Visited *visited, Continuation base)
       : harness_(harness), overrides_(overrides), recordFrom_(recordFrom), left_(left),
-        visited_(visited) {}
+        visited_(visited), roundRobin_(base == Continuation::RoundRobin) {}
 
   bool cut() const { return cut_; }
   const std::vector<std::pair<std::uint64_t, std::uint32_t>> &alternatives() const {
@@ -85,7 +94,7 @@ protected:
   std::uint32_t choose(const sim::Machine &m, const sim::DecisionPoint &p) override {
     const std::uint64_t index = decisions_++;
     track(m);
-    const std::uint32_t base = baseAnswer(p);
+    const std::uint32_t base = roundRobin_ ? roundRobinAnswer(m, p) : baseAnswer(p);
     if (cut_)
       return base;
     const bool branches = index >= recordFrom_ && branching(p, base);
@@ -159,6 +168,31 @@ private:
     return first < p.options ? first : 0;
   }
 
+  // The round-robin base (rr-bounded's): the next CPU or the patcher in turn after the one that
+  // ran last (cpu0, cpu1, ..., the patcher, cpu0, ...) with an enabled event other than a timer
+  // interrupt, its first such; a stale byte the newest value.
+  std::uint32_t roundRobinAnswer(const sim::Machine &m, const sim::DecisionPoint &p) const {
+    if (p.kind == DecisionKind::StaleByte)
+      return p.options - 1;
+    const unsigned actors = m.config().cpus + 1;
+    auto actorOf = [&](int process) -> unsigned {
+      if (process == kPatcher)
+        return actors - 1;
+      if (process >= kIrqProcesses)
+        return static_cast<unsigned>(process - kIrqProcesses);
+      return static_cast<unsigned>(process / 3);
+    };
+    const unsigned lastActor = last_ < 0 ? actors - 1 : actorOf(last_);
+    for (unsigned d = 1; d <= actors; ++d) {
+      const unsigned actor = (lastActor + d) % actors;
+      for (std::uint32_t i = 0; i < p.options; ++i)
+        if (actorOf(processOf(p.events[i])) == actor && p.events[i].kind != EventKind::Preempt &&
+            p.events[i].kind != EventKind::Irq)
+          return i;
+    }
+    return 0; // only timer interrupts are enabled
+  }
+
   bool branching(const sim::DecisionPoint &p, std::uint32_t base) const {
     if (p.kind == DecisionKind::StaleByte || last_ < 0)
       return true;
@@ -195,6 +229,7 @@ private:
   int last_ = -1;
   std::uint64_t counts_[kProcesses] = {};
   bool lastVisible_ = true;
+  bool roundRobin_;
   bool cut_ = false;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> alternatives_;
   std::uint64_t boundCuts_ = 0;
@@ -207,7 +242,7 @@ struct Node {
 
 } // namespace
 
-void searchVisible(Exploration &x, int bound, bool hashing) {
+void searchVisible(Exploration &x, int bound, bool hashing, Continuation base) {
   Visited visited;
   ExploreStats &stats = x.stats();
   for (int level = 0; bound < 0 || level <= bound; ++level) {
@@ -220,7 +255,7 @@ void searchVisible(Exploration &x, int bound, bool hashing) {
       stack.pop_back();
       const int left = level - static_cast<int>(node.overrides.size());
       VisibleScheduler s(x.harness(), node.overrides, node.recordFrom, left,
-                         hashing ? &visited : nullptr);
+                         hashing ? &visited : nullptr, base);
       const sim::RunResult run = x.harness().runExecution(s, [&s] { return s.cut(); });
       stats.revisits += s.cut() ? 1 : 0;
       stats.hashedStates = visited.size();
@@ -242,18 +277,43 @@ void searchVisible(Exploration &x, int bound, bool hashing) {
   }
 }
 
-std::string visibleBounds(int bound, bool hashing) {
+std::string visibleBounds(int bound, bool hashing, Continuation base) {
+  const std::string continuation =
+      base == Continuation::RoundRobin
+          ? std::string("round robin (the CPUs and the patcher in turn, one event each, never a "
+                        "timer interrupt; stale bytes the newest), deviations where it passes on "
+                        "and after visible events")
+          : fmt::format("the fair continuation (the process that ran last while it can, passing "
+                        "on at every {}th event of its own, to the patcher, else the first "
+                        "enabled; stale bytes the newest), switches only at visible events",
+                        kVisibleFairRun);
   return fmt::format(
-      "{} from the fair continuation (the process that ran last while it can, passing on at "
-      "every {}th event of its own, to the patcher, else the first enabled; stale bytes the "
-      "newest), switches only at visible events (stores, publications, IPIs, preemptions, watched "
-      "fetches and data, traps, hypercalls, region changes; fast-mode runs between them are not "
-      "scheduling points), iterative deepening over the bound{}",
+      "{} from {} (stores, publications, IPIs, preemptions, watched fetches and data, traps, "
+      "hypercalls, region changes; fast-mode runs between them are not scheduling points), "
+      "iterative deepening over the bound{}",
       bound < 0 ? std::string("any number of deviations") : fmt::format("deviations <= {}", bound),
-      kVisibleFairRun,
+      continuation,
       hashing ? ", states hashed at subtree roots and where deviations are left (machine, patcher "
                 "progress, kernel host state, the oracles' per-task histories)"
               : ", no state hashing");
 }
 
 } // namespace ftsim::verify::detail
+
+namespace ftsim::verify {
+
+std::optional<Continuation> continuationByName(std::string_view name) {
+  if (name == "run-on")
+    return Continuation::RunOn;
+  if (name == "round-robin")
+    return Continuation::RoundRobin;
+  return std::nullopt;
+}
+
+std::string_view continuationName(Continuation c) {
+  return c == Continuation::RoundRobin ? "round-robin" : "run-on";
+}
+
+std::string continuationNames() { return "run-on, round-robin"; }
+
+} // namespace ftsim::verify

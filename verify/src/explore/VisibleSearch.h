@@ -17,9 +17,9 @@ constexpr std::size_t kVisibleFairRun = 1024;
 // a subtree whose root state was expanded before with at least as many deviations left is not
 // expanded again. Sets stats().complete when every such schedule was covered (unbounded: when a
 // level cut nothing for the bound).
-void searchVisible(Exploration &x, int bound, bool hashing);
+void searchVisible(Exploration &x, int bound, bool hashing, Continuation base);
 
 // The bounds of searchVisible, for people.
-std::string visibleBounds(int bound, bool hashing);
+std::string visibleBounds(int bound, bool hashing, Continuation base);
 
 } // namespace ftsim::verify::detail

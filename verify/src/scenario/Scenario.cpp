@@ -162,6 +162,12 @@ void Scenario::validate(const std::string &origin) const {
     bad("explore.runs must be positive");
   if (explore.pctDepth < 1 || explore.pctDepth > 20)
     bad(fmt::format("explore.pct_depth = {} is out of range (1-20)", explore.pctDepth));
+  if (!explore.continuation.empty() && !continuationByName(explore.continuation))
+    bad(fmt::format("explore.continuation = '{}' (known: {})", explore.continuation,
+                    continuationNames()));
+  if (!explore.continuation.empty() && code != CodeKind::Kernel && code != CodeKind::Trampoline)
+    bad("explore.continuation belongs to kernel and trampoline scenarios (the engine-level "
+        "search); a site scenario's exhaustive search is source-DPOR");
   if (code == CodeKind::Trampoline)
     validateTrampoline(*this, bad);
   if (code == CodeKind::Kernel)
@@ -428,6 +434,8 @@ std::string Scenario::toToml() const {
     out += fmt::format("explorer = {}\n", tomlString(explore.explorer));
   out += fmt::format("runs = {}\nseed = {}\npct_depth = {}\n", explore.runs, explore.seed,
                      explore.pctDepth);
+  if (!explore.continuation.empty())
+    out += fmt::format("continuation = {}\n", tomlString(explore.continuation));
   if (!expectVerdict.empty() || !expectOracle.empty()) {
     out += "\n[expect]\n";
     if (!expectVerdict.empty())

@@ -135,7 +135,8 @@ void parseEngine(const toml::table &table, const std::string &origin, Scenario &
 }
 
 void parseExplore(const toml::table &table, const std::string &origin, ExploreSpec &e) {
-  TableReader r(table, origin, "explore.", {"explorer", "runs", "seed", "pct_depth"});
+  TableReader r(table, origin, "explore.",
+                {"explorer", "runs", "seed", "pct_depth", "continuation"});
   if (auto v = r.string("explorer"))
     e.explorer = *v;
   if (auto v = r.integer("runs")) {
@@ -150,6 +151,8 @@ void parseExplore(const toml::table &table, const std::string &origin, ExploreSp
   }
   if (auto v = r.count("pct_depth", 1, 20))
     e.pctDepth = *v;
+  if (auto v = r.string("continuation"))
+    e.continuation = *v;
 }
 
 void parseTrampoline(const toml::table &table, const std::string &origin, TrampolineSpec &t) {

@@ -40,6 +40,7 @@ struct CheckRequest {
   std::optional<unsigned> depth;
   bool naive = false;
   bool noStateHashing = false; // exhaustive on the engine-level kinds: no state hashing
+  std::optional<std::string> continuation; // exhaustive on the engine-level kinds: the base
   // Exhaustive: worker threads (default: the machine's cores) and the split of the tree
   // (Subtrees.h; default kDefaultSubtrees for site scenarios, 0 for kernel and trampoline ones;
   // 0: one tree on one thread).

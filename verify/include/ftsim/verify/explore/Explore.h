@@ -57,6 +57,8 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_set>
 
 namespace ftsim::verify {
@@ -121,6 +123,16 @@ struct Counterexample {
 // The decisions of `c` a replay file stores one by one: those not answered by the continuation.
 std::size_t storedDecisions(const Counterexample &c);
 
+// The engine-level exhaustive search's base schedule, from which its bound counts deviations
+// (VisibleSearch.h).
+enum class Continuation : std::uint8_t {
+  RunOn,      // the process that ran last while it can (the patcher when it passes on)
+  RoundRobin, // the CPUs and the patcher in turn, one event each (rr-bounded's base)
+};
+std::optional<Continuation> continuationByName(std::string_view name);
+std::string_view continuationName(Continuation c);
+std::string continuationNames(); // "run-on, round-robin"
+
 struct ExploreOptions {
   std::string explorer = "exhaustive";  // a registered explorer
   bool reduction = true;                // exhaustive: source-DPOR + sleep sets; false: naive
@@ -131,6 +143,8 @@ struct ExploreOptions {
   // exhaustive on the engine-level kinds (VisibleSearch.h): prune subtrees whose root state was
   // expanded before; false searches every schedule in the bounds (to measure the hashing).
   bool stateHashing = true;
+  // exhaustive on the engine-level kinds: the base schedule deviations are counted from.
+  Continuation continuation = Continuation::RunOn;
   bool stopAtFirst = true; // stop at the first violating execution
   // > 0: stop (incomplete) once this much wall time has passed without a violation.
   double wallSeconds = 0;
@@ -232,7 +246,11 @@ ExploreResult explore(Harness &harness, const ExploreOptions &options);
 // preemption count keeps the violation observed earliest (at most `budget` executions per bound),
 // and ddmin shortens what it found. The result's decisions end at its last deviation (`continues`).
 // At most `budget` executions in ddmin. Candidates are judged without formatting their logs; the
-// result is replayed once at the end for its logHash.
+// result is replayed once at the end for its logHash. A candidate is stopped, and fails, once it
+// has more preemptions than `found`, or once it has run 4 times `found`'s whole execution plus
+// 1,000 events with no violation so far (a violation it would show only later is not looked for:
+// on trampoline scenarios, whose continuation idles on for 100,000 events, this makes ddmin about
+// 4 times faster).
 Counterexample minimise(Harness &harness, const Counterexample &found,
                         const OracleList &oracles = {}, std::uint64_t budget = 20000);
 

@@ -50,6 +50,9 @@
 //   runs = 1000                        # pct/random: executions (default 1000; kernel: 40)
 //   seed = 1                           # pct/random: the explorer's seed
 //   pct_depth = 3
+//   continuation = "run-on"            # exhaustive on kernel and trampoline kinds: the base
+//                                      #   schedule deviations are counted from: run-on (the
+//                                      #   process that ran last while it can) | round-robin
 //   [expect]
 //   verdict = "violation"              # violation | verified (for the published-scenario tests)
 //   oracle = "torn-fetch"
@@ -192,6 +195,9 @@ struct ExploreSpec {
   std::uint64_t runs = 1000;
   std::uint64_t seed = 1;
   unsigned pctDepth = 3;
+  // The engine-level exhaustive search's base schedule (VisibleSearch.h): "" or "run-on" (the
+  // process that ran last while it can), "round-robin" (the CPUs and the patcher in turn).
+  std::string continuation;
   bool operator==(const ExploreSpec &) const = default;
 };
 
