@@ -35,7 +35,7 @@ public:
 protected:
   std::uint32_t choose(const sim::Machine &machine, const sim::DecisionPoint &point) override {
     const std::uint64_t index = decisions_++;
-    const std::uint32_t base = fairContinuation(machine, point, kFairRun);
+    const std::uint32_t base = fair_.answer(machine, point);
     if (index >= recordFrom_)
       for (std::uint32_t i = 0; i < point.options; ++i)
         if (i != base)
@@ -53,6 +53,7 @@ private:
   std::map<std::uint64_t, std::uint32_t> overrides_;
   std::uint64_t recordFrom_;
   std::uint64_t decisions_ = 0;
+  FairContinuation fair_{kFairRun};
   std::vector<std::pair<std::uint64_t, std::uint32_t>> alternatives_;
 };
 

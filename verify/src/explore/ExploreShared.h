@@ -118,26 +118,36 @@ inline std::uint32_t continuation(const sim::Machine &m, const sim::DecisionPoin
 }
 
 // The same, fair: after `run` events in a row of one process, the first enabled event of another
-// (a process spinning on what another must do, a lock or a flag, would otherwise never let it).
-inline std::uint32_t fairContinuation(const sim::Machine &m, const sim::DecisionPoint &p,
-                                      std::size_t run) {
-  if (p.kind == DecisionKind::StaleByte)
-    return p.options - 1;
-  const auto log = m.events();
-  const int last = lastProcess(log);
-  std::size_t same = 0;
-  for (std::size_t i = log.size(); i-- > 0 && same < run;)
-    if (!isNote(log[i])) {
-      if (processOf(log[i]) != last)
-        break;
-      ++same;
+// (a process spinning on what another must do, a lock or a flag, would otherwise never let it). The
+// last process's run is kept up to date as one execution's log grows (scanning back over the log
+// at every decision took half of a deviation-bounded search): one per execution.
+class FairContinuation {
+public:
+  explicit FairContinuation(std::size_t run) : run_(run) {}
+  std::uint32_t answer(const sim::Machine &m, const sim::DecisionPoint &p) {
+    const auto log = m.events();
+    for (; seen_ < log.size(); ++seen_) {
+      if (isNote(log[seen_]))
+        continue;
+      const int process = processOf(log[seen_]);
+      length_ = process == last_ ? length_ + 1 : 1;
+      last_ = process;
     }
-  if (same >= run)
-    for (std::uint32_t i = 0; i < p.options; ++i)
-      if (processOf(p.events[i]) != last)
-        return i;
-  return continuation(m, p);
-}
+    if (p.kind == DecisionKind::StaleByte)
+      return p.options - 1;
+    if (last_ >= 0 && length_ >= run_)
+      for (std::uint32_t i = 0; i < p.options; ++i)
+        if (processOf(p.events[i]) != last_)
+          return i;
+    return continuation(m, p);
+  }
+
+private:
+  std::size_t run_;
+  std::size_t seen_ = 0;
+  int last_ = -1;
+  std::size_t length_ = 0;
+};
 
 class ContinuationScheduler final : public sim::Scheduler {
 public:
