@@ -53,10 +53,9 @@ thread_local Fiber *entering = nullptr;
 // shadow of the signal stack and of the stack being left, on every switch: about 40% of a
 // trampoline search's time in the sanitizer build. A switch abandons no frame (the frames on both
 // stacks are resumed later), so there is nothing to clear: libc's _longjmp is called directly,
-// through a pointer the compiler does not know as noreturn (it would add the same call). The
-// dying fiber's last switch, which abandons its frames, keeps the intercepted path. The direct
-// call is followed by a return the compiler cannot rule out, so that it does not infer `jump` to be
-// noreturn (it would then put that same call before every call to it).
+// through a pointer. The return after it is never reached but keeps the compiler from inferring
+// `jump` noreturn, which would put that same call before every call to it. The dying fiber's last
+// switch, which abandons its frames, keeps the intercepted path.
 void jump(std::jmp_buf to, [[maybe_unused]] bool abandonsFrames) {
 #ifdef FTSIM_FIBER_ASAN
   using LongJump = void (*)(std::jmp_buf, int);

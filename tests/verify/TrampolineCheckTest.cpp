@@ -5,6 +5,7 @@
 // violation is written as a replay file and reproduces byte for byte on a harness built from the
 // file alone, and its trail shows the free and the task on the freed code.
 
+#include "FatalMessage.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/harness/TrampolineHarness.h"
 #include "ftsim/verify/replay/Replay.h"
@@ -150,13 +151,10 @@ TEST(TrampolineFiles, TheContinuationKeyRoundTripsAndIsRefusedWhereItMeansNothin
        "explore.continuation belongs to kernel and trampoline scenarios"},
   };
   for (const auto &[text, expected] : cases) {
-    std::string message;
-    try {
+    const std::string message = test::fatalMessage([&] {
       Scenario bad = parseScenario(text, "bad.toml");
       bad.validate("bad.toml");
-    } catch (const std::exception &e) {
-      message = e.what();
-    }
+    });
     EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;

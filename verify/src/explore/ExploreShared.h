@@ -149,6 +149,33 @@ private:
   std::size_t length_ = 0;
 };
 
+// A timer interrupt: a preemption, or one that runs its handler's guest code.
+inline bool isTimerInterrupt(const sim::EventChoice &e) {
+  return e.kind == EventKind::Preempt || e.kind == EventKind::Irq;
+}
+
+// Who runs an event in round robin: its CPU (0 .. cpus-1, its IPIs and interrupts included), or
+// the patcher (`cpus`).
+inline unsigned actorOf(const sim::EventChoice &e, unsigned cpus) {
+  return processOf(e) == kPatcher ? cpus : e.cpu;
+}
+
+// Round robin over the CPUs and the patcher (cpu0, cpu1, ..., the patcher, cpu0, ...): the first
+// enabled event other than a timer interrupt of the next actor after `lastActor` that has one; 0
+// when only timer interrupts are enabled. rr-bounded's base, and the engine-level search's
+// round-robin base.
+inline std::uint32_t roundRobinChoice(const sim::DecisionPoint &p, unsigned cpus,
+                                      unsigned lastActor) {
+  const unsigned actors = cpus + 1;
+  for (unsigned d = 1; d <= actors; ++d) {
+    const unsigned actor = (lastActor + d) % actors;
+    for (std::uint32_t i = 0; i < p.options; ++i)
+      if (actorOf(p.events[i], cpus) == actor && !isTimerInterrupt(p.events[i]))
+        return i;
+  }
+  return 0;
+}
+
 class ContinuationScheduler final : public sim::Scheduler {
 public:
   std::uint32_t decide(const sim::Machine &m, const sim::DecisionPoint &p) override {

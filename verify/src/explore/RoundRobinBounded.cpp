@@ -15,11 +15,6 @@ namespace {
 
 using namespace detail;
 
-// A timer interrupt: a preemption, or one that runs its handler's guest code (both deviations).
-bool isTimerInterrupt(const sim::EventChoice &e) {
-  return e.kind == sim::EventKind::Preempt || e.kind == sim::EventKind::Irq;
-}
-
 // Round robin over the CPUs and the patcher (never choosing a timer preemption), with the answers
 // at some decisions overridden; records the alternatives an explorer may try at every decision
 // from `recordFrom` on: timer preemptions when `preemptions`, other enabled events otherwise.
@@ -38,22 +33,8 @@ protected:
     if (point.kind == sim::DecisionKind::StaleByte)
       return point.options - 1;
     const std::uint64_t index = decisions_++;
-    const unsigned actors = machine.config().cpus + 1;
-    auto actorOf = [&](const sim::EventChoice &e) -> unsigned {
-      return e.kind == sim::EventKind::Store || e.kind == sim::EventKind::Publish ? actors - 1
-                                                                                  : e.cpu;
-    };
-    std::uint32_t base = point.options;
-    for (unsigned d = 1; d <= actors && base == point.options; ++d) {
-      const unsigned actor = (lastActor_ + d) % actors;
-      for (std::uint32_t i = 0; i < point.options; ++i)
-        if (actorOf(point.events[i]) == actor && !isTimerInterrupt(point.events[i])) {
-          base = i;
-          break;
-        }
-    }
-    if (base == point.options)
-      base = 0; // only preemptions are enabled
+    const unsigned cpus = machine.config().cpus;
+    const std::uint32_t base = roundRobinChoice(point, cpus, lastActor_);
     if (index >= recordFrom_)
       for (std::uint32_t i = 0; i < point.options; ++i) {
         const bool preempt = isTimerInterrupt(point.events[i]);
@@ -67,7 +48,7 @@ protected:
                     point.options, it->second);
       choice = it->second;
     }
-    lastActor_ = actorOf(point.events[choice]);
+    lastActor_ = actorOf(point.events[choice], cpus);
     return choice;
   }
 

@@ -168,29 +168,18 @@ private:
     return first < p.options ? first : 0;
   }
 
-  // The round-robin base (rr-bounded's): the next CPU or the patcher in turn after the one that
-  // ran last (cpu0, cpu1, ..., the patcher, cpu0, ...) with an enabled event other than a timer
-  // interrupt, its first such; a stale byte the newest value.
+  // The round-robin base (rr-bounded's, roundRobinChoice) after the CPU or patcher that ran last
+  // (before any event, after the patcher: cpu0 first); a stale byte the newest value.
   std::uint32_t roundRobinAnswer(const sim::Machine &m, const sim::DecisionPoint &p) const {
     if (p.kind == DecisionKind::StaleByte)
       return p.options - 1;
-    const unsigned actors = m.config().cpus + 1;
-    auto actorOf = [&](int process) -> unsigned {
-      if (process == kPatcher)
-        return actors - 1;
-      if (process >= kIrqProcesses)
-        return static_cast<unsigned>(process - kIrqProcesses);
-      return static_cast<unsigned>(process / 3);
-    };
-    const unsigned lastActor = last_ < 0 ? actors - 1 : actorOf(last_);
-    for (unsigned d = 1; d <= actors; ++d) {
-      const unsigned actor = (lastActor + d) % actors;
-      for (std::uint32_t i = 0; i < p.options; ++i)
-        if (actorOf(processOf(p.events[i])) == actor && p.events[i].kind != EventKind::Preempt &&
-            p.events[i].kind != EventKind::Irq)
-          return i;
-    }
-    return 0; // only timer interrupts are enabled
+    const unsigned cpus = m.config().cpus;
+    unsigned lastActor = cpus; // the patcher, and before any event
+    if (last_ >= kIrqProcesses)
+      lastActor = static_cast<unsigned>(last_ - kIrqProcesses);
+    else if (last_ >= 0 && last_ != kPatcher)
+      lastActor = static_cast<unsigned>(last_ / 3);
+    return roundRobinChoice(p, cpus, lastActor);
   }
 
   bool branching(const sim::DecisionPoint &p, std::uint32_t base) const {
@@ -308,10 +297,6 @@ std::optional<Continuation> continuationByName(std::string_view name) {
   if (name == "round-robin")
     return Continuation::RoundRobin;
   return std::nullopt;
-}
-
-std::string_view continuationName(Continuation c) {
-  return c == Continuation::RoundRobin ? "round-robin" : "run-on";
 }
 
 std::string continuationNames() { return "run-on, round-robin"; }

@@ -130,7 +130,6 @@ enum class Continuation : std::uint8_t {
   RoundRobin, // the CPUs and the patcher in turn, one event each (rr-bounded's base)
 };
 std::optional<Continuation> continuationByName(std::string_view name);
-std::string_view continuationName(Continuation c);
 std::string continuationNames(); // "run-on, round-robin"
 
 struct ExploreOptions {

@@ -21,8 +21,9 @@
 //
 // Subtree sizes are heavy-tailed (one subtree of the 3-CPU int3 tree holds 74% of it), so a subtree
 // is itself searched as pieces: a piece runs at most pieceExecutions executions (doubled with each
-// split that led to it), then what is left of it becomes two pieces (detail::searchItem: the nodes above what is left are made full,
-// so that the pieces are independent of each other, like subtrees). Where a piece splits depends
+// split that led to it), then what is left of it becomes two pieces (detail::searchItem: the nodes
+// above what is left are made full, so that the pieces are independent of each other, like
+// subtrees). Where a piece splits depends
 // only on the tree, so the pieces, their executions and the subtree's result are the same whether
 // one thread searches them in depth-first order (a `--subtree` file) or several workers or MPI
 // ranks share them out (PieceQueue.h); the full nodes cost a few more executions than an unsplit
