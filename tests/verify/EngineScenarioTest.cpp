@@ -270,9 +270,9 @@ TEST(EngineScenario, Int3SkipsCallFixedIsVerifiedWithinItsStatedBound) {
 // words, break CMODX (the bl before its mflr r0 slot; the bl right after it); boot's
 // ftrace_init_nop writes are not live writes, and the right order is VERIFIED within one deviation
 // from round robin. Together with word-trap-first
-// (tests/fuzz/seeds/replay/ppc32-word-trap-first.json, a snippet check), every protocol mutant `ftsim mutants --arch ppc32` kills is found by check on
-// some scenario; the encoder mutant bl-truncate says in its description why only the z3:bl-range
-// rule sees it.
+// (tests/fuzz/seeds/replay/ppc32-word-trap-first.json, a snippet check), every protocol mutant
+// `ftsim mutants --arch ppc32` kills is found by check on some scenario; the encoder mutant
+// bl-truncate says in its description why only the z3:bl-range rule sees it.
 TEST(EngineScenario, Ppc32MflrOrderIsJudgedByTheLivePatchingRule) {
   const std::map<std::string, std::string> finding = {
       {"ppc32-mflr-wrong-order", "bl written after a nopped mflr r0"},
