@@ -151,8 +151,9 @@ TEST(TrampolineFiles, TheContinuationKeyRoundTripsAndIsRefusedWhereItMeansNothin
        "explore.continuation belongs to kernel and trampoline scenarios"},
   };
   for (const auto &[text, expected] : cases) {
+    const std::string source = text; // clang 14 lambdas cannot capture structured bindings
     const std::string message = test::fatalMessage([&] {
-      Scenario bad = parseScenario(text, "bad.toml");
+      Scenario bad = parseScenario(source, "bad.toml");
       bad.validate("bad.toml");
     });
     EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
