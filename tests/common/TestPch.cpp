@@ -1,0 +1,1 @@
+// The object that carries the suites' shared precompiled header (tests/CMakeLists.txt).
