@@ -1,7 +1,7 @@
 # FTSIM_FUZZ=ON (included by the top-level CMakeLists.txt before the libraries are defined):
-# every C++ target is built with libFuzzer's coverage instrumentation (fuzzer-no-link), ASan and
-# UBSan (every report fatal), and tests/CMakeLists.txt adds tests/fuzz/, one fuzz target per
-# parser. clang++ only: `scripts/setup --sanitize` configures build-asan/ with it (scripts/fuzz
+# every C++ target is built with ASan and UBSan (every report fatal), the libraries also with
+# libFuzzer's coverage instrumentation (fuzzer-no-link: ftsim_library in CMakeLists.txt), and
+# tests/CMakeLists.txt adds tests/fuzz/, one fuzz target per parser. clang++ only: `scripts/setup --sanitize` configures build-asan/ with it (scripts/fuzz
 # runs the harnesses there).
 
 if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
@@ -12,7 +12,7 @@ endif()
 
 set(FTSIM_FUZZ_SANITIZERS address,undefined)
 add_compile_options(
-  "$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,${FTSIM_FUZZ_SANITIZERS}>"
+  "$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${FTSIM_FUZZ_SANITIZERS}>"
   "$<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=all>"
   "$<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>")
 add_link_options("$<$<LINK_LANGUAGE:CXX>:-fsanitize=${FTSIM_FUZZ_SANITIZERS}>")
