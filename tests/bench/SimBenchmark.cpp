@@ -3,7 +3,8 @@
 // (uc_emu_start count=1 in a loop), one counted run (count = the task's instructions: Unicorn's
 // per-instruction count hook) and one free run (count 0, stopped by the exit stub's int3). The
 // ratios: `vs_raw` = simulator rate / single-step rate (instruction granularity's yardstick),
-// `vs_counted` and `vs_free` (fast mode's).
+// `vs_raw_rr` = the same against bare single-stepping of one engine per CPU in turn (what
+// switching engines costs Unicorn itself), `vs_counted` and `vs_free` (fast mode's).
 //
 // Guest: per CPU one task running `ecx = N; do { rax += rcx; } while (--ecx);` (3 instructions
 // per iteration) at the x86-64 kernel text address, returning into the exit hypercall.
@@ -106,6 +107,56 @@ double rawRate(Raw how) {
   return static_cast<double>(instructions) / elapsed;
 }
 
+// Bare Unicorn single-stepping `engines` engines in turn, one instruction each (each its own copy
+// of the code and stack, as the machine's CPUs have): the cost of switching engines at every
+// instruction, which any machine with one engine per CPU pays, without the machine.
+double rawStepRoundRobinRate(unsigned engines) {
+  struct Engine {
+    uc_engine *uc = nullptr;
+    std::uint8_t *mem = nullptr, *stack = nullptr;
+    std::uint64_t rip = kLoop;
+  };
+  std::vector<Engine> es(engines);
+  const std::vector<std::uint8_t> text = guestText();
+  for (Engine &e : es) {
+    sim::openUnicorn(UC_ARCH_X86, UC_MODE_64, &e.uc);
+    e.mem = static_cast<std::uint8_t *>(std::aligned_alloc(4096, text.size()));
+    std::memcpy(e.mem, text.data(), text.size());
+    uc_mem_map_ptr(e.uc, kText, text.size(), UC_PROT_READ | UC_PROT_EXEC, e.mem);
+    e.stack = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 0x4000));
+    uc_mem_map_ptr(e.uc, 0xffffffffc0000000ull, 0x4000, UC_PROT_READ | UC_PROT_WRITE, e.stack);
+  }
+  std::uint64_t instructions = 0;
+  const double start = threadSeconds();
+  double elapsed = 0;
+  while (elapsed < 0.5) {
+    for (Engine &e : es) {
+      std::uint64_t rsp = 0xffffffffc0000000ull + 0x3ff0, ret = kHcExit;
+      uc_mem_write(e.uc, rsp, &ret, sizeof ret);
+      uc_reg_write(e.uc, UC_X86_REG_RSP, &rsp);
+      e.rip = kLoop;
+    }
+    for (unsigned running = engines; running > 0;) {
+      running = 0;
+      for (Engine &e : es) {
+        if (e.rip == kHcExit)
+          continue;
+        uc_emu_start(e.uc, e.rip, 0x8000000000000001ull, 0, 1);
+        uc_reg_read(e.uc, UC_X86_REG_RIP, &e.rip);
+        ++instructions;
+        ++running;
+      }
+    }
+    elapsed = threadSeconds() - start;
+  }
+  for (Engine &e : es) {
+    uc_close(e.uc);
+    std::free(e.mem);
+    std::free(e.stack);
+  }
+  return static_cast<double>(instructions) / elapsed;
+}
+
 double rawStepRate() {
   static const double rate = rawRate(Raw::Step);
   return rate;
@@ -171,8 +222,18 @@ void runSim(benchmark::State &state, unsigned quantum) {
     state.SkipWithError("instruction count differs from the guest's");
   const double rate = static_cast<double>(instructions) / seconds;
   state.counters["instr/s"] = rate;
-  state.counters["raw_instr/s"] = rawStepRate();
-  state.counters["vs_raw"] = rate / rawStepRate();
+  // Every-instruction mode's yardsticks are measured again right after its run: this machine's
+  // speed drifts within a minute, and a rate measured at the start of the process is no yardstick
+  // for a run a minute later.
+  const double raw = quantum == 1 ? rawRate(Raw::Step) : rawStepRate();
+  state.counters["raw_instr/s"] = raw;
+  state.counters["vs_raw"] = rate / raw;
+  if (quantum == 1) {
+    // The same bare stepping over one engine per CPU, in turn.
+    const double rr = rawStepRoundRobinRate(cpus);
+    state.counters["raw_rr_instr/s"] = rr;
+    state.counters["vs_raw_rr"] = rate / rr;
+  }
   if (quantum > 1) {
     state.counters["vs_counted"] = rate / rawCountedRate();
     state.counters["vs_free"] = rate / rawFreeRate();
