@@ -64,46 +64,72 @@ std::vector<std::uint8_t> guestText() {
 
 enum class Raw { Step, Counted, Free };
 
+// One bare Unicorn engine opened as the machine opens its engines, with its own copy of the guest
+// text and a stack; `reset` puts the task at the loop with the exit stub as its return address.
+class RawEngine {
+public:
+  RawEngine() {
+    const std::vector<std::uint8_t> text = guestText();
+    sim::openUnicorn(UC_ARCH_X86, UC_MODE_64, &uc);
+    mem_ = static_cast<std::uint8_t *>(std::aligned_alloc(4096, text.size()));
+    std::memcpy(mem_, text.data(), text.size());
+    uc_mem_map_ptr(uc, kText, text.size(), UC_PROT_READ | UC_PROT_EXEC, mem_);
+    stack_ = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 0x4000));
+    uc_mem_map_ptr(uc, kStack, 0x4000, UC_PROT_READ | UC_PROT_WRITE, stack_);
+  }
+  RawEngine(const RawEngine &) = delete;
+  RawEngine &operator=(const RawEngine &) = delete;
+  ~RawEngine() {
+    uc_close(uc);
+    std::free(mem_);
+    std::free(stack_);
+  }
+  void reset() {
+    std::uint64_t rsp = kStack + 0x3ff0, ret = kHcExit;
+    uc_mem_write(uc, rsp, &ret, sizeof ret);
+    uc_reg_write(uc, UC_X86_REG_RSP, &rsp);
+    rip = kLoop;
+  }
+  // One instruction, as any stepping loop must: uc_emu_start with count 1, then read rip.
+  void step() {
+    uc_emu_start(uc, rip, 0x8000000000000001ull, 0, 1);
+    uc_reg_read(uc, UC_X86_REG_RIP, &rip);
+  }
+
+  uc_engine *uc = nullptr;
+  std::uint64_t rip = kLoop;
+
+private:
+  static constexpr std::uint64_t kStack = 0xffffffffc0000000ull;
+  std::uint8_t *mem_ = nullptr, *stack_ = nullptr;
+};
+
 // Raw Unicorn: one engine, the same code, run until the task returns into the exit stub: one
 // instruction per uc_emu_start reading rip between steps (what any stepping loop must do), one
 // uc_emu_start with the task's instruction count, or one with no count.
 double rawRate(Raw how) {
-  uc_engine *uc = nullptr;
-  sim::openUnicorn(UC_ARCH_X86, UC_MODE_64, &uc); // as the machine opens its engines
-  std::vector<std::uint8_t> text = guestText();
-  auto *mem = static_cast<std::uint8_t *>(std::aligned_alloc(4096, text.size()));
-  std::memcpy(mem, text.data(), text.size());
-  uc_mem_map_ptr(uc, kText, text.size(), UC_PROT_READ | UC_PROT_EXEC, mem);
-  auto *stack = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 0x4000));
-  uc_mem_map_ptr(uc, 0xffffffffc0000000ull, 0x4000, UC_PROT_READ | UC_PROT_WRITE, stack);
+  RawEngine e;
   std::uint64_t instructions = 0;
   const double start = threadSeconds();
   double elapsed = 0;
   while (elapsed < 0.5) {
-    std::uint64_t rsp = 0xffffffffc0000000ull + 0x3ff0, rip = kLoop;
-    std::uint64_t ret = kHcExit;
-    uc_mem_write(uc, rsp, &ret, sizeof ret);
-    uc_reg_write(uc, UC_X86_REG_RSP, &rsp);
+    e.reset();
     if (how == Raw::Step) {
-      while (rip != kHcExit) {
-        uc_emu_start(uc, rip, 0x8000000000000001ull, 0, 1);
-        uc_reg_read(uc, UC_X86_REG_RIP, &rip);
+      while (e.rip != kHcExit) {
+        e.step();
         ++instructions;
       }
     } else {
       // Up to the exit stub's int3, which ends the run (no interrupt hook: an exception).
-      uc_emu_start(uc, rip, 0x8000000000000001ull, 0,
+      uc_emu_start(e.uc, e.rip, 0x8000000000000001ull, 0,
                    how == Raw::Counted ? kInstructionsPerTask - 1 : 0);
-      uc_reg_read(uc, UC_X86_REG_RIP, &rip);
-      if (rip != kHcExit && rip != kHcExit + 1)
+      uc_reg_read(e.uc, UC_X86_REG_RIP, &e.rip);
+      if (e.rip != kHcExit && e.rip != kHcExit + 1)
         return 0; // the benchmarks report a zero rate: the run did not reach the exit stub
       instructions += kInstructionsPerTask - 1;
     }
     elapsed = threadSeconds() - start;
   }
-  uc_close(uc);
-  std::free(mem);
-  std::free(stack);
   return static_cast<double>(instructions) / elapsed;
 }
 
@@ -111,48 +137,24 @@ double rawRate(Raw how) {
 // of the code and stack, as the machine's CPUs have): the cost of switching engines at every
 // instruction, which any machine with one engine per CPU pays, without the machine.
 double rawStepRoundRobinRate(unsigned engines) {
-  struct Engine {
-    uc_engine *uc = nullptr;
-    std::uint8_t *mem = nullptr, *stack = nullptr;
-    std::uint64_t rip = kLoop;
-  };
-  std::vector<Engine> es(engines);
-  const std::vector<std::uint8_t> text = guestText();
-  for (Engine &e : es) {
-    sim::openUnicorn(UC_ARCH_X86, UC_MODE_64, &e.uc);
-    e.mem = static_cast<std::uint8_t *>(std::aligned_alloc(4096, text.size()));
-    std::memcpy(e.mem, text.data(), text.size());
-    uc_mem_map_ptr(e.uc, kText, text.size(), UC_PROT_READ | UC_PROT_EXEC, e.mem);
-    e.stack = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 0x4000));
-    uc_mem_map_ptr(e.uc, 0xffffffffc0000000ull, 0x4000, UC_PROT_READ | UC_PROT_WRITE, e.stack);
-  }
+  std::vector<RawEngine> es(engines);
   std::uint64_t instructions = 0;
   const double start = threadSeconds();
   double elapsed = 0;
   while (elapsed < 0.5) {
-    for (Engine &e : es) {
-      std::uint64_t rsp = 0xffffffffc0000000ull + 0x3ff0, ret = kHcExit;
-      uc_mem_write(e.uc, rsp, &ret, sizeof ret);
-      uc_reg_write(e.uc, UC_X86_REG_RSP, &rsp);
-      e.rip = kLoop;
-    }
+    for (RawEngine &e : es)
+      e.reset();
     for (unsigned running = engines; running > 0;) {
       running = 0;
-      for (Engine &e : es) {
+      for (RawEngine &e : es) {
         if (e.rip == kHcExit)
           continue;
-        uc_emu_start(e.uc, e.rip, 0x8000000000000001ull, 0, 1);
-        uc_reg_read(e.uc, UC_X86_REG_RIP, &e.rip);
+        e.step();
         ++instructions;
         ++running;
       }
     }
     elapsed = threadSeconds() - start;
-  }
-  for (Engine &e : es) {
-    uc_close(e.uc);
-    std::free(e.mem);
-    std::free(e.stack);
   }
   return static_cast<double>(instructions) / elapsed;
 }

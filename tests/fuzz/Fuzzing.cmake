@@ -1,8 +1,8 @@
 # FTSIM_FUZZ=ON (included by the top-level CMakeLists.txt before the libraries are defined):
 # every C++ target is built with ASan and UBSan (every report fatal), the libraries also with
 # libFuzzer's coverage instrumentation (fuzzer-no-link: ftsim_library in CMakeLists.txt), and
-# tests/CMakeLists.txt adds tests/fuzz/, one fuzz target per parser. clang++ only: `scripts/setup --sanitize` configures build-asan/ with it (scripts/fuzz
-# runs the harnesses there).
+# tests/CMakeLists.txt adds tests/fuzz/, one fuzz target per parser. clang++ only:
+# `scripts/setup --sanitize` configures build-asan/ with it (scripts/fuzz runs the harnesses there).
 
 if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "FTSIM_FUZZ needs clang++ (libFuzzer): configure with "

@@ -154,10 +154,17 @@ inline bool isTimerInterrupt(const sim::EventChoice &e) {
   return e.kind == EventKind::Preempt || e.kind == EventKind::Irq;
 }
 
-// Who runs an event in round robin: its CPU (0 .. cpus-1, its IPIs and interrupts included), or
-// the patcher (`cpus`).
+// Who runs a process's events in round robin: its CPU (0 .. cpus-1, its IPIs and interrupts
+// included), or the patcher (`cpus`; also for no process yet, -1).
+inline unsigned actorOfProcess(int process, unsigned cpus) {
+  if (process < 0 || process == kPatcher)
+    return cpus;
+  if (process >= kIrqProcesses)
+    return static_cast<unsigned>(process - kIrqProcesses);
+  return static_cast<unsigned>(process / 3);
+}
 inline unsigned actorOf(const sim::EventChoice &e, unsigned cpus) {
-  return processOf(e) == kPatcher ? cpus : e.cpu;
+  return actorOfProcess(processOf(e), cpus);
 }
 
 // Round robin over the CPUs and the patcher (cpu0, cpu1, ..., the patcher, cpu0, ...): the first

@@ -174,12 +174,7 @@ private:
     if (p.kind == DecisionKind::StaleByte)
       return p.options - 1;
     const unsigned cpus = m.config().cpus;
-    unsigned lastActor = cpus; // the patcher, and before any event
-    if (last_ >= kIrqProcesses)
-      lastActor = static_cast<unsigned>(last_ - kIrqProcesses);
-    else if (last_ >= 0 && last_ != kPatcher)
-      lastActor = static_cast<unsigned>(last_ / 3);
-    return roundRobinChoice(p, cpus, lastActor);
+    return roundRobinChoice(p, cpus, actorOfProcess(last_, cpus));
   }
 
   bool branching(const sim::DecisionPoint &p, std::uint32_t base) const {
