@@ -524,6 +524,9 @@ RecordOutcome recordMcount(const std::string &inPath, const std::string &outPath
     copyUnchanged(obj, outPath);
     return RecordOutcome::AlreadyRecorded;
   }
+  // A __patchable_function_entries table the input already has must be one the reader accepts:
+  // the written object keeps it, and an object whose tables do not read back is no output.
+  recordedSites(obj);
   const auto sites = callSites(obj);
   if (sites.empty()) {
     copyUnchanged(obj, outPath);

@@ -562,6 +562,17 @@ TEST(RecordMcountBadInput, NamesTheFileAndTheProblem) {
   EXPECT_NE(tryAll(dir / "named.o", out).at(0).find(".te\\nt: call to __fentry__ at offset 0x0"),
             std::string::npos);
 
+  // Found by tests/fuzz (ftsim_fuzz_recordmcount): an input whose __patchable_function_entries is
+  // not a table of words was recorded, and the written object (which keeps it) did not read back.
+  writeBytes(dir / "three.bin", {1, 2, 3});
+  const std::string patchable = dir / "patchable.o";
+  const auto added = runCommand(
+      binutils(input("x86_64-fentry.o")) + "objcopy --add-section __patchable_function_entries='" +
+      std::string(dir / "three.bin") + "' '" + input("x86_64-fentry.o") + "' '" + patchable + "'");
+  ASSERT_EQ(added.status, 0) << added.out;
+  EXPECT_THROW(recordMcount(patchable, out), FatalError);
+  EXPECT_FALSE(fs::exists(out));
+
   auto ppc = readBytes(input("ppc32-mcount.o")); // ELFCLASS32, big-endian e_machine at 0x12
   ppc[0x12] = 0;
   ppc[0x13] = EM_X86_64;
