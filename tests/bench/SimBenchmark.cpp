@@ -9,6 +9,7 @@
 // Guest: per CPU one task running `ecx = N; do { rax += rcx; } while (--ecx);` (3 instructions
 // per iteration) at the x86-64 kernel text address, returning into the exit hypercall.
 
+#include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 #include "ftsim/sim/UnicornEngine.h"
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <initializer_list>
 #include <vector>
 
 namespace {
@@ -190,10 +192,64 @@ BENCHMARK_CAPTURE(BM_RawUnicorn, counted_run, Raw::Counted)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RawUnicorn, free_run, Raw::Free)->Iterations(1)->Unit(benchmark::kMillisecond);
 
+// What instrumentation costs Unicorn's translation. An exhaustive search mostly steps code whose
+// translations the machine has just removed (a patch store, a stale byte, a restore), so most of
+// its time is translation (sim/README.md, "Where an exhaustive search's time goes"). Each
+// iteration removes the translation of a two-instruction block (add, mov, then the stub's int3)
+// and runs it again, alternately in an engine without hooks (a free run to the int3) and in one
+// instrumented as the machine's engines are: `count` starts it with count 1 (Unicorn's
+// per-instruction count hook), `code_hook` adds a code hook over the block (as on watched lines
+// in fast mode) and runs freely. `vs_unhooked` = hooked time / unhooked time, both measured in
+// alternating slices of the same run.
+enum class Instrumented { Count, CodeHook };
+void noCode(uc_engine *, std::uint64_t, std::uint32_t, void *) {}
+
+void BM_Retranslation(benchmark::State &state, Instrumented how) {
+  constexpr std::uint64_t kBlock = kText + 0x80;
+  const std::uint8_t block[] = {0x48, 0x01, 0xc8, 0x48, 0x89, 0xc2}; // add %rcx,%rax; mov %rax,%rdx
+  RawEngine bare, hooked;
+  for (RawEngine *e : {&bare, &hooked}) {
+    uc_mem_write(e->uc, kBlock, block, sizeof block);
+    uc_ctl_exits_enable(e->uc);
+  }
+  uc_hook h;
+  if (how == Instrumented::CodeHook)
+    uc_hook_add(hooked.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&noCode), nullptr, kBlock,
+                kBlock + sizeof block);
+  const std::size_t count = how == Instrumented::Count ? 1 : 0;
+  double bareSeconds = 0, hookedSeconds = 0;
+  std::uint64_t runs = 0;
+  bool ok = true;
+  for (auto _ : state) {
+    double t0 = threadSeconds();
+    for (int i = 0; i < 200; ++i) {
+      uc_ctl_remove_cache(bare.uc, kBlock, kBlock + sizeof block + 1);
+      ok &= uc_emu_start(bare.uc, kBlock, 0, 0, 0) == UC_ERR_EXCEPTION;
+    }
+    const double t1 = threadSeconds();
+    for (int i = 0; i < 200; ++i) {
+      uc_ctl_remove_cache(hooked.uc, kBlock, kBlock + sizeof block + 1);
+      ok &= uc_emu_start(hooked.uc, kBlock, 0, 0, count) == (count ? UC_ERR_OK : UC_ERR_EXCEPTION);
+    }
+    bareSeconds += t1 - t0;
+    hookedSeconds += threadSeconds() - t1;
+    runs += 200;
+  }
+  if (!ok)
+    state.SkipWithError("a run did not end as expected (the int3, or after one instruction)");
+  state.counters["unhooked_ns"] = bareSeconds / static_cast<double>(runs) * 1e9;
+  state.counters["hooked_ns"] = hookedSeconds / static_cast<double>(runs) * 1e9;
+  state.counters["vs_unhooked"] = hookedSeconds / bareSeconds;
+}
+BENCHMARK_CAPTURE(BM_Retranslation, count, Instrumented::Count)->MinTime(1.0);
+BENCHMARK_CAPTURE(BM_Retranslation, code_hook, Instrumented::CodeHook)->MinTime(1.0);
+
 // The simulator: `cpus` CPUs with one task each, round-robin at instruction granularity (every
 // instruction one event: enabled-set computation, a scheduling decision, a logged EventRecord,
-// site/freed/stale checks), or in fast mode with the given quantum.
-void runSim(benchmark::State &state, unsigned quantum) {
+// site/freed/stale checks), or in fast mode with the given quantum. `inOrder`: the scheduler
+// answers 0 (the first enabled event) instead, so one CPU runs to its end before the next: the
+// same events, decisions and log as round robin, but no switch of Unicorn engine between events.
+void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false) {
   const auto cpus = static_cast<unsigned>(state.range(0));
   sim::MachineConfig config;
   config.cpus = cpus;
@@ -212,7 +268,9 @@ void runSim(benchmark::State &state, unsigned quantum) {
     state.ResumeTiming();
     const double t0 = threadSeconds();
     sim::RoundRobinScheduler rr;
-    m.run(rr);
+    sim::FunctionScheduler first(
+        [](const sim::Machine &, const sim::DecisionPoint &) { return std::uint32_t{0}; });
+    m.run(inOrder ? static_cast<sim::Scheduler &>(first) : rr);
     seconds += threadSeconds() - t0;
     instructions += kInstructionsPerTask * cpus;
   }
@@ -243,9 +301,11 @@ void runSim(benchmark::State &state, unsigned quantum) {
 }
 
 void BM_SimInstructionGranular(benchmark::State &state) { runSim(state, 1); }
+void BM_SimInstructionGranularInOrder(benchmark::State &state) { runSim(state, 1, true); }
 void BM_SimFastMode(benchmark::State &state) { runSim(state, 10000); }
 
 BENCHMARK(BM_SimInstructionGranular)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimInstructionGranularInOrder)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimFastMode)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 
 } // namespace
