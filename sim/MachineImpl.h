@@ -262,6 +262,8 @@ struct Machine::Impl {
   void returnFromInterrupt(unsigned cpu, EventRecord &rec, std::uint64_t trapAddr);
 
   // Instruction views and the fetch model.
+  bool rewriteView(unsigned cpu, TextRegion &r, std::uint64_t addr, const std::uint8_t *bytes,
+                   std::size_t n);
   void storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,
                      std::span<const std::uint8_t> bytes);
   void markLinesBehind(unsigned cpu, std::uint64_t addr, std::uint64_t size);

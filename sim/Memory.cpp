@@ -180,10 +180,29 @@ void Machine::Impl::refreshLine(unsigned cpu, std::uint64_t line) {
     return;
   TextRegion *r = textAt(line);
   FTSIM_ASSERT(r);
-  std::memcpy(r->views[cpu].get() + (line - r->base), r->canonical.get() + (line - r->base),
-              kLineSize);
-  r->touch(line - r->base, kLineSize);
-  uc_ctl_remove_cache(cpus[cpu].uc, line, line + kLineSize);
+  if (rewriteView(cpu, *r, line, r->canonical.get() + (line - r->base), kLineSize))
+    r->touch(line - r->base, kLineSize);
+}
+
+// Writes `n` bytes into `cpu`'s view of `r` at `addr` and removes Unicorn's translations over the
+// bytes that changed, from the first to the last: a translation made only of bytes before or after
+// them is still what the view holds. Removing whole lines took the translations of the code around
+// a site too (a traced function's body shares the site's line), and an execution's cost is mostly
+// translating again (sim/README.md, "Performance"). False when no byte changed.
+bool Machine::Impl::rewriteView(unsigned cpu, TextRegion &r, std::uint64_t addr,
+                                const std::uint8_t *bytes, std::size_t n) {
+  std::uint8_t *view = r.views[cpu].get() + (addr - r.base);
+  std::size_t first = 0;
+  while (first < n && view[first] == bytes[first])
+    ++first;
+  if (first == n)
+    return false;
+  std::size_t last = n;
+  while (view[last - 1] == bytes[last - 1])
+    --last;
+  std::memcpy(view + first, bytes + first, last - first);
+  uc_ctl_remove_cache(cpus[cpu].uc, addr + first, addr + last);
+  return true;
 }
 
 // A serialising event (IPI, exception return, isync/cpuid): the CPU's view becomes canonical.
@@ -199,8 +218,11 @@ void Machine::Impl::serialise(unsigned cpu) {
   const unsigned granule = arch.insnAlignment();
   for (const auto &[addr, values] : cs.history) {
     TextRegion *r = textAt(addr);
-    std::memcpy(r->views[cpu].get() + (addr - r->base), r->canonical.get() + (addr - r->base),
-                granule);
+    std::uint8_t *slot = r->views[cpu].get() + (addr - r->base);
+    const std::uint8_t *canonical = r->canonical.get() + (addr - r->base);
+    if (std::memcmp(slot, canonical, granule) == 0)
+      continue; // the CPU fetched the newest value: its translations hold
+    std::memcpy(slot, canonical, granule);
     r->touch(addr - r->base, granule);
     if (addr != runEnd) {
       flush();
@@ -276,9 +298,8 @@ void Machine::Impl::prepareFetch(unsigned cpu, std::uint64_t pc, bool secondHalf
 // canonical.
 void Machine::Impl::storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,
                                   std::span<const std::uint8_t> bytes) {
-  std::memcpy(r.views[cpu].get() + (addr - r.base), bytes.data(), bytes.size());
-  r.touch(addr - r.base, bytes.size());
-  uc_ctl_remove_cache(cpus[cpu].uc, addr, addr + bytes.size());
+  if (rewriteView(cpu, r, addr, bytes.data(), bytes.size()))
+    r.touch(addr - r.base, bytes.size());
   auto &h = state.cpus[cpu].history;
   h.erase(h.lower_bound(addr - addr % arch.insnAlignment()), h.lower_bound(addr + bytes.size()));
 }

@@ -1,7 +1,7 @@
 // Snapshots: keep the engines (and their translated code) alive across executions. The machine
 // tracks which text lines changed since it last matched a snapshot (TextRegion::touch); restoring
 // that snapshot rewrites only those lines (canonical, flags, watched marks, and the view lines that
-// differ) and removes translated code only for view lines it rewrote: a full cache flush costs
+// differ) and removes translated code only over the view bytes it changed: a full cache flush costs
 // about 14 ms in Unicorn 2.0.1, a small-range removal about 0.06 us. Text a scenario never touches
 // (the trampoline area of a site scenario, 1 MiB) costs nothing per execution. Restoring any other
 // snapshot compares every line. Data (guest data and stacks, written by the guest through Unicorn,
@@ -83,20 +83,14 @@ void Machine::restore(const Snapshot &snapshot) {
   for (unsigned c = 0; c < m.config.cpus; ++c)
     m.loadRegs(c, d.engineRegs[c]);
   // Line `line` of region `r` back to the snapshot's: canonical, flags, watched mark, and every
-  // view that differs (its translations removed).
+  // view that differs (its translations over the changed bytes removed).
   auto restoreLine = [&m](TextRegion &r, const Snapshot::Data::Text &t, std::uint64_t line) {
     const std::uint64_t off = line * kLineSize;
     std::memcpy(r.canonical.get() + off, t.canonical.data() + off, kLineSize);
     std::memcpy(r.flags.get() + off, t.flags.data() + off, kLineSize);
     r.lineWatched[line] = t.lineWatched[line];
-    for (unsigned c = 0; c < m.config.cpus; ++c) {
-      std::uint8_t *view = r.views[c].get() + off;
-      const std::uint8_t *saved = t.views[c].data() + off;
-      if (std::memcmp(view, saved, kLineSize) == 0)
-        continue;
-      std::memcpy(view, saved, kLineSize);
-      uc_ctl_remove_cache(m.cpus[c].uc, r.base + off, r.base + off + kLineSize);
-    }
+    for (unsigned c = 0; c < m.config.cpus; ++c)
+      m.rewriteView(c, r, r.base + off, t.views[c].data() + off, kLineSize);
   };
   const bool onlyDirty = m.textBaseline == d.id;
   for (std::size_t i = 0; i < d.text.size(); ++i) {

@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace ftsim::sim {
 namespace {
 
@@ -149,6 +152,45 @@ TEST_P(SnapshotModels, RenewedEnginesRunAsAFreshMachine) {
       EXPECT_EQ(fresh.engineRenewals(), 0u);
     }
     EXPECT_EQ(m.engineRenewals(), 4u);
+  }
+}
+
+// A restore or a poke removes Unicorn's translations only over the bytes it changes. The byte
+// here is the last of its block (a jmp's rel8: 0 runs `xchg %eax,%ecx`, 1 skips it), so a removal
+// short of it, or past it, leaves the block that ends with it as it was translated before: every
+// run must still take the jump the text holds now, stepping (quantum 1) or in one run.
+TEST(SnapshotTranslations, TheLastByteOfABlockIsFetchedAgainAfterPokeAndRestore) {
+  constexpr std::uint64_t kText = X86Scenario::kText, kCode = kText + 0x40;
+  // mov %rdi,%rax; mov $7,%ecx; jmp .+2+rel8; xchg %eax,%ecx; ret
+  const std::vector<std::uint8_t> code = {0x48, 0x89, 0xf8, 0xb9, 0x07, 0x00,
+                                          0x00, 0x00, 0xeb, 0x00, 0x91, 0xc3};
+  const std::uint64_t rel8 = kCode + 9;
+  for (unsigned quantum : {1u, 1000u}) {
+    MachineConfig c;
+    c.cpus = 1;
+    c.quantum = quantum;
+    Machine m(x86(), c);
+    std::vector<std::uint8_t> text(0x1000, 0xcc);
+    text[1] = 0xc3; // the exit stub: int3; ret
+    std::copy(code.begin(), code.end(), text.begin() + (kCode - kText));
+    m.mapText(kText, text);
+    m.bindHypercall(GuestHypercall::Exit, kText);
+    m.addTask({"jumper", 0, kCode, 1});
+    const Snapshot through = m.snapshot(); // rel8 0: the xchg runs, rax = 7
+    auto result = [&m] {
+      RoundRobinScheduler rr;
+      EXPECT_EQ(m.run(rr).status, RunResult::Status::Completed);
+      return m.task(0).result;
+    };
+    EXPECT_EQ(result(), 7u) << "quantum " << quantum;
+    m.restore(through);
+    m.pokeText(rel8, std::vector<std::uint8_t>{0x01});
+    const Snapshot skipping = m.snapshot(); // rel8 1: the jump skips the xchg, rax = 1
+    EXPECT_EQ(result(), 1u) << "quantum " << quantum;
+    m.restore(through);
+    EXPECT_EQ(result(), 7u) << "quantum " << quantum;
+    m.restore(skipping);
+    EXPECT_EQ(result(), 1u) << "quantum " << quantum;
   }
 }
 
