@@ -35,8 +35,11 @@ ProtocolEntry ppc(std::string name, std::string difference, bool correct,
                                std::move(fidelity)});
 }
 
-constexpr const char *kRfc = "the RFC lkml.org/lkml/2019/5/20/293 (two-instruction sites), not "
-                             "merged as such";
+#define FTSIM_PPC32_RFC                                                                            \
+  "the RFC lkml.org/lkml/2019/5/20/293 (two-instruction sites), not merged as such"
+constexpr const char *kRfc = FTSIM_PPC32_RFC;
+constexpr const char *kMutantOfRfc = "a mutant of " FTSIM_PPC32_RFC;
+#undef FTSIM_PPC32_RFC
 
 Ppc32Part partOf(std::string_view word) {
   if (word == "site")
@@ -81,13 +84,17 @@ ProtocolEntry compilePpc32Protocol(const ProtocolProgram &p) {
           std::make_shared<const ProtocolProgram>(p)};
 }
 
-const std::vector<ProtocolEntry> &ppc32Protocols() {
+namespace {
+
+// The table, built once by ppc32Protocols() (a lookup per execution of an exhaustive search built
+// its step values again each time).
+std::vector<ProtocolEntry> buildPpc32Protocols() {
   const ProtocolStep sync = op("sync"), grace = op("grace-period");
   // Two-word sites: the words that are safe alone first (restore mflr r0, remove the bl), then,
   // after every CPU synchronised and a grace period, the others.
   const ProtocolStep safeFirst = write({"mflr-restore", "bl-remove", "site"});
   const ProtocolStep safeSecond = write({"bl-write", "mflr-remove"});
-  static const std::vector<ProtocolEntry> entries = {
+  return std::vector<ProtocolEntry>{
       ppc("patch-instruction", "", true, {write({"site"})},
           "Linux v4.6-6.12 (c96f83856f56): patch_instruction(), no IPI", "faithful"),
       ppc("patch-instruction-ipi",
@@ -109,13 +116,18 @@ const std::vector<ProtocolEntry> &ppc32Protocols() {
           false,
           {write({"bl-write", "mflr-remove", "site"}), sync, grace,
            write({"mflr-restore", "bl-remove"}), sync},
-          std::string("a mutant of ") + kRfc, "teaching-strawman", true),
+          kMutantOfRfc, "teaching-strawman", true),
       ppc("word-mflr-no-grace",
           "no RCU-tasks grace period between restoring mflr r0 and writing bl (and between the "
           "two words when disabling; found by check on ppc32-mflr-no-grace)",
-          false, {safeFirst, sync, safeSecond, sync}, std::string("a mutant of ") + kRfc,
-          "teaching-strawman", true),
+          false, {safeFirst, sync, safeSecond, sync}, kMutantOfRfc, "teaching-strawman", true),
   };
+}
+
+} // namespace
+
+const std::vector<ProtocolEntry> &ppc32Protocols() {
+  static const std::vector<ProtocolEntry> entries = buildPpc32Protocols();
   return entries;
 }
 
