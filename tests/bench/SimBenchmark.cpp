@@ -195,7 +195,7 @@ BENCHMARK_CAPTURE(BM_RawUnicorn, free_run, Raw::Free)->Iterations(1)->Unit(bench
 // What instrumentation costs Unicorn's translation. An exhaustive search mostly steps code whose
 // translations the machine has just removed (a patch store, a stale byte, a restore), so most of
 // its time is translation (sim/README.md, "Where an exhaustive search's time goes"). Each
-// iteration removes the translation of a two-instruction block (add, mov, then the stub's int3)
+// iteration removes the translation of a two-instruction block (add, mov, then the text's int3)
 // and runs it again, alternately in an engine without hooks (a free run to the int3) and in one
 // instrumented as the machine's engines are: `count` starts it with count 1 (Unicorn's
 // per-instruction count hook), `code_hook` adds a code hook over the block (as on watched lines
@@ -221,7 +221,7 @@ void BM_Retranslation(benchmark::State &state, Instrumented how) {
   std::uint64_t runs = 0;
   bool ok = true;
   for (auto _ : state) {
-    double t0 = threadSeconds();
+    const double t0 = threadSeconds();
     for (int i = 0; i < 200; ++i) {
       uc_ctl_remove_cache(bare.uc, kBlock, kBlock + sizeof block + 1);
       ok &= uc_emu_start(bare.uc, kBlock, 0, 0, 0) == UC_ERR_EXCEPTION;
@@ -247,8 +247,9 @@ BENCHMARK_CAPTURE(BM_Retranslation, code_hook, Instrumented::CodeHook)->MinTime(
 // The simulator: `cpus` CPUs with one task each, round-robin at instruction granularity (every
 // instruction one event: enabled-set computation, a scheduling decision, a logged EventRecord,
 // site/freed/stale checks), or in fast mode with the given quantum. `inOrder`: the scheduler
-// answers 0 (the first enabled event) instead, so one CPU runs to its end before the next: the
-// same events, decisions and log as round robin, but no switch of Unicorn engine between events.
+// answers 0 (the first enabled event) instead, so one CPU runs to its end before the next: as
+// many events, decisions and log records as round robin, but no switch of Unicorn engine between
+// events.
 void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false) {
   const auto cpus = static_cast<unsigned>(state.range(0));
   sim::MachineConfig config;
