@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 namespace ftsim::verify {
 namespace {
 
@@ -142,6 +144,68 @@ TEST(Subtrees, APieceSentAsBytesSearchesAsTheOriginal) {
   EXPECT_THROW(decodePiece(bytes.substr(0, bytes.size() / 2)), FatalError);
   EXPECT_THROW(decodePiece(bytes + "x"), FatalError);
   EXPECT_THROW(decodeOutcome("nonsense"), FatalError);
+}
+
+// What MPI ranks do before MPI is up: the odd subtrees searched whole without being taken
+// (claimed afterwards, as rank 1's opening share), the rest taken from the queue but never one of
+// that share until it came in. The merge is the one of a single worker.
+TEST(Subtrees, AShareSearchedBeforeItIsClaimedMergesLikeTheRest) {
+  for (const Case &c : kCases) {
+    const Scenario s = site(c.protocol, c.cpus, c.sites, c.bound);
+    SCOPED_TRACE(s.describe() + " bound " + std::to_string(c.bound));
+    SiteHarness h(s);
+    ExploreOptions o = splitOptions(s, 16, 1);
+    o.pieceExecutions = 4;
+    const SubtreeRunner runner(h, o);
+    ExploreResult want = explore(h, o);
+    want.stats.seconds = 0;
+
+    std::vector<std::uint32_t> all(runner.plan().count);
+    std::iota(all.begin(), all.end(), 0u);
+    PieceQueue queue(o, all);
+    std::map<std::uint32_t, SubtreeResult> results;
+    std::vector<std::pair<std::uint32_t, PieceOutcome>> share; // searched before it is claimed
+    for (std::uint32_t i = 1; i < runner.plan().count; i += 2)
+      share.emplace_back(i, runner.runPiece(SubtreePiece{i, {}, nullptr, 1}));
+    bool shareIn = false;
+    const auto may = [&](const SubtreePiece &p) {
+      return shareIn || !p.path.empty() || p.index % 2 == 0;
+    };
+    while (true) {
+      std::optional<SubtreePiece> piece = queue.take(may);
+      if (!piece && !shareIn) {
+        // Still to come, unless a counterexample before them had them dropped.
+        EXPECT_EQ(queue.drained(), share.empty() || share[0].first > queue.stopsAfter());
+        for (auto &[i, out] : share) {
+          std::optional<SubtreePiece> claimed = queue.claim(i);
+          ASSERT_TRUE(claimed || i > queue.stopsAfter()) << "subtree " << i;
+          if (claimed)
+            queue.finished(*claimed, std::move(out));
+        }
+        EXPECT_FALSE(queue.claim(1)) << "claimed twice";
+        shareIn = true;
+        continue;
+      }
+      for (SubtreeResult &r : queue.results())
+        results[r.index] = std::move(r);
+      if (auto stop = mergeStop(results, o))
+        queue.stopAfter(*stop);
+      if (!piece)
+        break;
+      EXPECT_TRUE(shareIn || piece->index % 2 == 0 || !piece->path.empty());
+      queue.finished(*piece, runner.runPiece(*piece));
+    }
+    EXPECT_TRUE(queue.drained());
+    Exploration x(h, o);
+    mergeSubtrees(x, runner.plan(), results, 0);
+    ExploreResult got = x.result(true);
+    got.stats.seconds = 0;
+    EXPECT_EQ(want.stats, got.stats);
+    EXPECT_EQ(want.counterexample.has_value(), got.counterexample.has_value());
+    if (want.counterexample && got.counterexample) {
+      EXPECT_EQ(want.counterexample->choices, got.counterexample->choices);
+    }
+  }
 }
 
 TEST(Subtrees, ASplitTreeReachesTheFinalStatesOfTheWholeTree) {

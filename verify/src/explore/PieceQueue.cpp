@@ -19,16 +19,34 @@ PieceQueue::PieceQueue(const ExploreOptions &options, const std::vector<std::uin
   inFlight_ = queue_.size();
 }
 
-std::optional<SubtreePiece> PieceQueue::take() {
-  while (!queue_.empty()) {
-    SubtreePiece piece = std::move(queue_.front());
-    queue_.pop_front();
+std::optional<SubtreePiece> PieceQueue::take(const std::function<bool(const SubtreePiece &)> &may) {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    const auto known = subtrees_.find(it->index);
+    const bool needed =
+        it->index <= stopAfter_ &&
+        (known == subtrees_.end() || pieceNeeded(it->path, known->second.done, options_));
+    if (needed && may && !may(*it)) {
+      ++it;
+      continue;
+    }
+    SubtreePiece piece = std::move(*it);
+    it = queue_.erase(it);
     Subtree &t = subtrees_[piece.index];
-    if (piece.index <= stopAfter_ && pieceNeeded(piece.path, t.done, options_))
+    if (needed)
       return piece;
     t.everyPiece = false;
     pieceOver(piece.index, t);
   }
+  return std::nullopt;
+}
+
+std::optional<SubtreePiece> PieceQueue::claim(std::uint32_t index) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it)
+    if (it->index == index && it->path.empty()) {
+      SubtreePiece piece = std::move(*it);
+      queue_.erase(it);
+      return piece;
+    }
   return std::nullopt;
 }
 

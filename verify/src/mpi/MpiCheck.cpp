@@ -1,5 +1,14 @@
-// A split tree across MPI ranks (MpiCheck.h). Only the main thread of a rank calls MPI
-// (MPI_THREAD_FUNNELED): rank 0's own worker is a thread that takes pieces from memory.
+// A split tree across MPI ranks (MpiCheck.h). Each rank searches on a worker thread of its own
+// (with its own harness: every engine is used only by its creator); only the main thread calls MPI
+// (MPI_THREAD_FUNNELED).
+//
+// Every rank starts searching before MPI is initialised. Open MPI's start-up (0.24 s for two
+// ranks on one machine with its default transport, 0.04 s with `--mca pml ob1`) waits on its
+// peers, not on the CPU; a search of a second or two would otherwise spend a fifth of it idle.
+// Until then each rank searches its opening share, known without a message: the subtrees whose
+// index is its rank modulo the number of ranks, whole first pieces, in order, until its MPI is up.
+// Its first message to rank 0 carries those outcomes; until it arrives, rank 0 hands nobody else
+// that rank's share. From then on rank 0 hands out pieces one at a time to whichever rank asks.
 
 #include "ftsim/verify/check/MpiCheck.h"
 
@@ -16,6 +25,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -23,8 +33,9 @@
 namespace ftsim::verify {
 namespace {
 
-constexpr int kAsk = 1;   // worker -> 0: empty (first ask) or a piece's outcome (encodeOutcome)
-constexpr int kPiece = 2; // 0 -> worker: a piece to search (encodePiece), or empty: no more
+constexpr int kOpening = 1; // rank r -> 0, its first message: its opening share's outcomes
+constexpr int kAsk = 2;     // rank r -> 0: the outcome of the piece it was given (encodeOutcome)
+constexpr int kPiece = 3;   // 0 -> rank r: a piece to search (encodePiece), or empty: no more
 
 std::string receiveText(int source, int tag, MPI_Status &status) {
   MPI_Probe(source, tag, MPI_COMM_WORLD, &status);
@@ -39,135 +50,330 @@ void sendText(const std::string &text, int to, int tag) {
   MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
 }
 
-// Rank 0: hands out pieces of the subtrees (PieceQueue: the pieces of a split first, so every
-// rank helps with a large subtree), gathers their outcomes, merges.
-CheckReport coordinate(Harness &harness, const ExploreOptions &o, const SubtreeRunner &runner,
-                       int ranks) {
-  const SubtreePlan &plan = runner.plan();
-  Exploration x(harness, o); // from now on: its seconds are the search's
-  std::mutex mutex;
-  std::condition_variable queued; // for rank 0's own worker
+// Polled, not a blocking receive: Open MPI spins in one, and the core it spins on is the one the
+// search threads need.
+bool poll(int source, int tag, MPI_Status &status) {
+  int flag = 0;
+  MPI_Iprobe(source, tag, MPI_COMM_WORLD, &flag, &status);
+  return flag != 0;
+}
+
+int environmentInt(const char *name) {
+  const char *text = std::getenv(name);
+  char *end = nullptr;
+  const long v = text ? std::strtol(text, &end, 10) : -1;
+  if (!text || end == text || *end || v < 0 || v > std::numeric_limits<int>::max())
+    fatal("under mpirun: {} is not a rank number ('{}')", name, text ? text : "");
+  return static_cast<int>(v);
+}
+
+std::vector<std::uint32_t> allSubtrees(const SubtreePlan &plan) {
   std::vector<std::uint32_t> all(plan.count);
   for (std::uint32_t i = 0; i < plan.count; ++i)
     all[i] = i;
-  PieceQueue queue(o, all);
-  std::map<std::uint32_t, SubtreeResult> results;
-  std::atomic<std::uint32_t> stopAfter{std::numeric_limits<std::uint32_t>::max()};
-  // Under the lock: the subtrees the queue finished.
-  auto collect = [&] {
-    for (SubtreeResult &r : queue.results())
-      results[r.index] = std::move(r);
-    if (auto s = mergeStop(results, o)) {
-      queue.stopAfter(*s);
-      stopAfter = queue.stopsAfter();
+  return all;
+}
+
+// The rank whose opening share holds `piece`; -1 for the pieces splits make.
+int openingRank(const SubtreePiece &piece, int ranks) {
+  return piece.path.empty() ? static_cast<int>(piece.index % static_cast<std::uint32_t>(ranks))
+                            : -1;
+}
+
+// An opening share's outcomes as bytes: per subtree, its index, the outcome's size, the outcome.
+using Opening = std::vector<std::pair<std::uint32_t, std::string>>;
+
+std::string encodeOpening(const Opening &opening) {
+  std::string out;
+  for (const auto &[index, outcome] : opening) {
+    const std::uint64_t size = outcome.size();
+    out.append(reinterpret_cast<const char *>(&index), sizeof index);
+    out.append(reinterpret_cast<const char *>(&size), sizeof size);
+    out += outcome;
+  }
+  return out;
+}
+
+Opening decodeOpening(const std::string &bytes) {
+  Opening opening;
+  for (std::size_t at = 0; at < bytes.size();) {
+    std::uint32_t index = 0;
+    std::uint64_t size = 0;
+    if (bytes.size() - at < sizeof index + sizeof size)
+      fatal("a rank's opening message is truncated");
+    std::memcpy(&index, bytes.data() + at, sizeof index);
+    std::memcpy(&size, bytes.data() + at + sizeof index, sizeof size);
+    at += sizeof index + sizeof size;
+    if (bytes.size() - at < size)
+      fatal("a rank's opening message is truncated");
+    opening.emplace_back(index, bytes.substr(at, size));
+    at += size;
+  }
+  return opening;
+}
+
+// Rank 0: hands out pieces of the subtrees (PieceQueue: the pieces of a split first, so every
+// rank helps with a large subtree), gathers their outcomes, merges. Its own worker takes pieces
+// from memory from the start.
+class Coordinator {
+public:
+  Coordinator(Harness &harness, const ExploreOptions &o, const SubtreeRunner &runner, int ranks)
+      : harness_(harness), o_(o), runner_(runner), x_(harness, o),
+        queue_(o, allSubtrees(runner.plan())), ranks_(ranks), opened_(ranks, false),
+        working_(ranks - 1) {
+    opened_[0] = true;
+    local_ = std::thread([this] { searchLocally(); });
+  }
+  ~Coordinator() {
+    if (local_.joinable()) { // only when serve() threw: stop the worker, then let it end
+      {
+        std::lock_guard lock(mutex_);
+        if (!failure_)
+          failure_ = std::make_exception_ptr(FatalError("stopped"));
+        stopAfter_ = 0;
+      }
+      queued_.notify_all();
+      local_.join();
     }
-  };
-  // Under the lock: a piece's outcome.
-  auto finished = [&](const SubtreePiece &piece, PieceOutcome out) {
-    const bool split = !out.rest.empty();
-    queue.finished(piece, std::move(out));
-    collect();
-    if (split || queue.drained())
-      queued.notify_all();
-  };
-  std::exception_ptr failure;
-  std::thread local([&] {
+  }
+
+  // After MPI_Init: serves the other ranks until every one is told there is no more.
+  CheckReport serve() {
+    while (working_ > 0) {
+      MPI_Status status;
+      if (!poll(MPI_ANY_SOURCE, MPI_ANY_TAG, status)) {
+        {
+          std::lock_guard lock(mutex_);
+          serveWaiting();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      const int from = status.MPI_SOURCE;
+      const std::string text = receiveText(from, status.MPI_TAG, status);
+      std::lock_guard lock(mutex_);
+      if (status.MPI_TAG == kOpening)
+        opening(from, decodeOpening(text));
+      else
+        answer(from, text);
+      waiting_.push_back(from);
+      serveWaiting();
+    }
+    local_.join();
+    if (failure_)
+      std::rethrow_exception(failure_);
+    mergeSubtrees(x_, runner_.plan(), results_, 0);
+    return concludeSplitCheck(harness_, o_, x_.result(true));
+  }
+
+private:
+  // Under the lock: rank `from`'s opening share; the rest of it is anyone's now.
+  void opening(int from, const Opening &outcomes) {
+    if (from <= 0 || from >= ranks_ || opened_[from])
+      fatal("rank {} sent a second opening", from);
+    for (const auto &[index, bytes] : outcomes) {
+      std::optional<SubtreePiece> piece = queue_.claim(index);
+      if (piece && openingRank(*piece, ranks_) == from)
+        finished(*piece, decodeOutcome(bytes));
+      else if (piece || index <= queue_.stopsAfter()) // not dropped after a stop: not its share
+        fatal("rank {} searched subtree {} outside its opening share", from, index);
+    }
+    opened_[from] = true;
+    queued_.notify_all();
+  }
+  // Under the lock: the outcome of the piece rank `from` was given.
+  void answer(int from, const std::string &text) {
+    auto it = given_.find(from);
+    if (it == given_.end())
+      fatal("rank {} answered a piece it was not given", from);
+    finished(it->second, decodeOutcome(text));
+    given_.erase(it);
+  }
+  // Under the lock: the next piece anyone may take (not an opening share still searched).
+  std::optional<SubtreePiece> take() {
+    return queue_.take([&](const SubtreePiece &p) {
+      const int r = openingRank(p, ranks_);
+      return r < 0 || opened_[static_cast<std::size_t>(r)];
+    });
+  }
+  void searchLocally() {
     try {
-      // An engine of its own, made on this thread: every engine is used only by its creator.
-      std::unique_ptr<Harness> own = o.newHarness ? o.newHarness() : nullptr;
-      const SubtreeRunner mine(own ? *own : harness, runner);
-      std::unique_lock lock(mutex);
-      while (true) {
+      std::unique_ptr<Harness> own = o_.newHarness ? o_.newHarness() : nullptr;
+      const SubtreeRunner mine(own ? *own : harness_, runner_);
+      std::unique_lock lock(mutex_);
+      while (!failure_) {
         std::optional<SubtreePiece> piece;
-        queued.wait(lock, [&] { return (piece = queue.take()) || queue.drained(); });
+        queued_.wait(lock, [&] { return failure_ || (piece = take()) || queue_.drained(); });
         collect(); // subtrees whose last pieces take() dropped
         if (!piece)
           break;
         lock.unlock();
         const std::uint32_t index = piece->index;
-        PieceOutcome out = mine.runPiece(*piece, [&](double) { return index > stopAfter.load(); });
+        PieceOutcome out = mine.runPiece(*piece, [&](double) { return index > stopAfter_.load(); });
         lock.lock();
         finished(*piece, std::move(out));
       }
     } catch (...) {
-      std::lock_guard lock(mutex);
-      failure = std::current_exception(); // the other ranks are told to stop
+      std::lock_guard lock(mutex_);
+      failure_ = std::current_exception(); // the other ranks are told to stop
     }
-  });
-  std::map<int, SubtreePiece> given; // what each rank searches
-  std::vector<int> waiting;          // ranks that asked while no piece was queued
-  int working = ranks - 1;
+  }
+  // Under the lock: the subtrees the queue finished.
+  void collect() {
+    for (SubtreeResult &r : queue_.results())
+      results_[r.index] = std::move(r);
+    if (auto s = mergeStop(results_, o_)) {
+      queue_.stopAfter(*s);
+      stopAfter_ = queue_.stopsAfter();
+    }
+  }
+  // Under the lock: a piece's outcome.
+  void finished(const SubtreePiece &piece, PieceOutcome out) {
+    const bool split = !out.rest.empty();
+    queue_.finished(piece, std::move(out));
+    collect();
+    if (split || queue_.drained())
+      queued_.notify_all();
+  }
   // Under the lock: a piece for each waiting rank, or "no more" once nothing can come.
-  auto serveWaiting = [&] {
-    while (!waiting.empty()) {
+  void serveWaiting() {
+    while (!waiting_.empty()) {
       std::optional<SubtreePiece> piece;
-      const bool more = failure || (piece = queue.take()) || queue.drained();
+      const bool more = failure_ || (piece = take()) || queue_.drained();
       collect();
-      if (queue.drained())
-        queued.notify_all();
+      if (queue_.drained())
+        queued_.notify_all();
       if (!more)
         return;
-      const int to = waiting.back();
-      waiting.pop_back();
+      const int to = waiting_.back();
+      waiting_.pop_back();
       if (piece) {
         sendText(encodePiece(*piece), to, kPiece);
-        given[to] = std::move(*piece);
+        given_[to] = std::move(*piece);
       } else {
         sendText("", to, kPiece);
-        --working;
+        --working_;
       }
     }
-  };
-  while (working > 0) {
-    int flag = 0;
-    MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, kAsk, MPI_COMM_WORLD, &flag, &status);
-    if (!flag) {
-      {
-        std::lock_guard lock(mutex);
-        serveWaiting();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      continue;
-    }
-    const std::string text = receiveText(status.MPI_SOURCE, kAsk, status);
-    std::lock_guard lock(mutex);
-    if (!text.empty()) {
-      auto it = given.find(status.MPI_SOURCE);
-      if (it == given.end())
-        fatal("rank {} answered a piece it was not given", status.MPI_SOURCE);
-      finished(it->second, decodeOutcome(text));
-      given.erase(it);
-    }
-    waiting.push_back(status.MPI_SOURCE);
-    serveWaiting();
   }
-  local.join();
-  if (failure)
-    std::rethrow_exception(failure);
-  mergeSubtrees(x, plan, results, 0);
-  return concludeSplitCheck(harness, o, x.result(true));
-}
 
-// Other ranks: ask, search the piece, answer with its outcome, until told there is no more.
-void serve(const SubtreeRunner &runner) {
-  std::string answer;
-  while (true) {
-    sendText(answer, 0, kAsk);
-    // Polled, not a blocking receive: Open MPI spins in one, and the core it spins on is the one
-    // rank 0's threads need to answer.
-    MPI_Status status;
-    for (int flag = 0; !flag;) {
-      MPI_Iprobe(0, kPiece, MPI_COMM_WORLD, &flag, &status);
-      if (!flag)
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    const std::string piece = receiveText(0, kPiece, status);
-    if (piece.empty())
-      return;
-    answer = encodeOutcome(runner.runPiece(decodePiece(piece)));
+  Harness &harness_;
+  const ExploreOptions &o_;
+  const SubtreeRunner &runner_;
+  Exploration x_; // from its construction on: its seconds are the search's
+  std::mutex mutex_;
+  std::condition_variable queued_; // for rank 0's own worker
+  PieceQueue queue_;
+  const int ranks_;
+  std::vector<bool> opened_; // whose opening share came in (rank 0's own: from the start)
+  std::map<std::uint32_t, SubtreeResult> results_;
+  std::atomic<std::uint32_t> stopAfter_{std::numeric_limits<std::uint32_t>::max()};
+  std::exception_ptr failure_;
+  std::map<int, SubtreePiece> given_; // what each rank searches
+  std::vector<int> waiting_;          // ranks that asked while no piece was queued
+  int working_;
+  std::thread local_;
+};
+
+// Other ranks: a worker thread searches the opening share until MPI is up, then the pieces the
+// main thread passes it; the main thread sends rank 0 the outcomes and asks for the next piece,
+// until told there is no more.
+class Server {
+public:
+  Server(const ExploreOptions &o, const SubtreeRunner &runner, int rank, int ranks)
+      : o_(o), runner_(runner), rank_(rank), ranks_(ranks) {
+    worker_ = std::thread([this] { search(); });
   }
-}
+  ~Server() {
+    {
+      std::lock_guard lock(mutex_);
+      over_ = true;
+    }
+    mpiUp_ = true;
+    changed_.notify_all();
+    worker_.join();
+  }
+
+  // After MPI_Init.
+  void serve() {
+    mpiUp_ = true;
+    std::string answer = encodeOpening(wait([&] { return opened_; }, opening_));
+    int tag = kOpening;
+    while (true) {
+      sendText(answer, 0, tag);
+      tag = kAsk;
+      MPI_Status status;
+      while (!poll(0, kPiece, status))
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      const std::string piece = receiveText(0, kPiece, status);
+      if (piece.empty())
+        return;
+      {
+        std::lock_guard lock(mutex_);
+        piece_ = decodePiece(piece);
+      }
+      changed_.notify_all();
+      answer = wait([&] { return outcome_.has_value(); }, outcome_).value();
+    }
+  }
+
+private:
+  // Waits until `ready` (or the worker failed: rethrown), then takes `what`.
+  template <typename Ready, typename T> T wait(Ready ready, T &what) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return ready() || failure_; });
+    if (failure_)
+      std::rethrow_exception(failure_);
+    return std::exchange(what, T{});
+  }
+  void search() {
+    try {
+      std::unique_ptr<Harness> own = o_.newHarness ? o_.newHarness() : nullptr;
+      if (!own)
+        fatal("under mpirun: this scenario cannot make a harness per thread");
+      const SubtreeRunner mine(*own, runner_);
+      const auto count = runner_.plan().count;
+      for (std::uint32_t i = static_cast<std::uint32_t>(rank_); i < count && !mpiUp_;
+           i += static_cast<std::uint32_t>(ranks_)) {
+        std::string out = encodeOutcome(mine.runPiece(SubtreePiece{i, {}, nullptr, 1}));
+        std::lock_guard lock(mutex_);
+        opening_.emplace_back(i, std::move(out));
+      }
+      std::unique_lock lock(mutex_);
+      opened_ = true;
+      changed_.notify_all();
+      while (true) {
+        changed_.wait(lock, [&] { return piece_ || over_; });
+        if (over_)
+          return;
+        const SubtreePiece piece = std::exchange(piece_, std::nullopt).value();
+        lock.unlock();
+        std::string out = encodeOutcome(mine.runPiece(piece));
+        lock.lock();
+        outcome_ = std::move(out);
+        changed_.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      failure_ = std::current_exception();
+      changed_.notify_all();
+    }
+  }
+
+  const ExploreOptions &o_;
+  const SubtreeRunner &runner_;
+  const int rank_, ranks_;
+  std::atomic<bool> mpiUp_{false}; // the opening share ends at the next piece
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  Opening opening_;
+  bool opened_ = false;                // the opening share is over
+  std::optional<SubtreePiece> piece_;  // to search
+  std::optional<std::string> outcome_; // of the last piece
+  std::exception_ptr failure_;
+  bool over_ = false;
+  std::thread worker_;
+};
 
 } // namespace
 
@@ -180,22 +386,40 @@ std::optional<CheckReport> mpiCheck(Harness &harness, const ExploreOptions &opti
   if (options.explorer != "exhaustive" || options.subtrees == 0)
     fatal("under mpirun: only the exhaustive explorer with a split tree (--subtrees > 0) is "
           "shared among ranks");
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const int rank = environmentInt("OMPI_COMM_WORLD_RANK");
+  const int ranks = environmentInt("OMPI_COMM_WORLD_SIZE");
+  if (rank >= ranks)
+    fatal("under mpirun: rank {} of {} ranks", rank, ranks);
   std::optional<CheckReport> report;
+  bool initialised = false;
   try {
     ExploreOptions o = options;
     o.progress = nullptr;
     const SubtreeRunner runner(harness, o);
+    std::optional<Coordinator> coordinator;
+    std::optional<Server> server;
     if (rank == 0)
-      report = coordinate(harness, o, runner, ranks);
+      coordinator.emplace(harness, o, runner, ranks);
     else
-      serve(runner);
+      server.emplace(o, runner, rank, ranks);
+    int provided = 0, mpiRank = 0, mpiRanks = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    initialised = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpiRank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpiRanks);
+    if (mpiRank != rank || mpiRanks != ranks)
+      fatal("under mpirun: MPI says rank {} of {}, the environment {} of {}", mpiRank, mpiRanks,
+            rank, ranks);
+    if (coordinator)
+      report = coordinator->serve();
+    else
+      server->serve();
   } catch (const std::exception &e) {
     std::fprintf(stderr, "ftsim: %s\n", e.what()); // one line, then every rank stops
+    if (!initialised) {
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    }
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Finalize();

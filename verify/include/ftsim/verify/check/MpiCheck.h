@@ -1,10 +1,12 @@
 #pragma once
-// `mpirun -np K ftsim check ...`: one split tree (Subtrees.h) searched across K MPI ranks. Rank 0
-// computes the plan like every rank, hands out subtree indices one at a time in depth-first order
-// to whichever rank asks (itself included, on a worker thread: a rank that finishes early asks
-// again, which is the rebalancing), gathers each result as JSON (SubtreeFiles.h), merges them as
-// one process would and alone returns the report; the other ranks return nothing. The same tree,
-// so the same verdict, counts and counterexample as `ftsim check` in one process.
+// `mpirun -np K ftsim check ...`: one split tree (Subtrees.h) searched across K MPI ranks. Every
+// rank computes the plan and starts searching before MPI is up (Open MPI's start-up waits on its
+// peers): rank r its opening share, the subtrees i with i mod K = r, until its MPI is up. Then
+// rank 0 hands out the other pieces one at a time (PieceQueue) to whichever rank asks (itself
+// included, on a worker thread: a rank that finishes early asks again, which is the rebalancing),
+// gathers each outcome as bytes, merges them as one process would and alone returns the report;
+// the other ranks return nothing. The same tree, so the same verdict, counts and counterexample
+// as `ftsim check` in one process.
 //
 // Built when CMake finds MPI (FTSIM_MPI, Open MPI on Debian: libopenmpi-dev, openmpi-bin).
 

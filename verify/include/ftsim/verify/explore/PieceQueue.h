@@ -9,6 +9,7 @@
 #include "ftsim/verify/explore/Subtrees.h"
 
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -23,9 +24,14 @@ public:
   // `subtrees`: the subtrees to search, in the order workers take them.
   PieceQueue(const ExploreOptions &options, const std::vector<std::uint32_t> &subtrees);
 
-  // The next piece to search, or nothing when none is queued now (then drained() says whether
-  // more can come: pieces being searched may still split).
-  std::optional<SubtreePiece> take();
+  // The next piece to search (the first queued one `may` allows, when given), or nothing when none
+  // is queued now (then drained() says whether more can come: pieces being searched may still
+  // split, pieces `may` refused are still queued).
+  std::optional<SubtreePiece> take(const std::function<bool(const SubtreePiece &)> &may = {});
+  // Takes subtree `index`'s first piece (the whole subtree) out of the queue, for an outcome
+  // searched without being taken (MpiCheck.cpp: ranks begin with a share known in advance);
+  // nothing when it is no longer queued.
+  std::optional<SubtreePiece> claim(std::uint32_t index);
   // A taken piece's outcome.
   void finished(const SubtreePiece &piece, PieceOutcome outcome);
   // The results of the subtrees whose last piece came in (or was dropped) since the last call,
