@@ -63,19 +63,18 @@ void onDataAccess(uc_engine *uc, uc_mem_type type, std::uint64_t address, int si
 
 } // namespace
 
-// A code hook on watched lines, installed only in fast mode: it ends a free run before the first
-// watched instruction (uc_emu_stop in a code hook stops before that instruction executes).
-void onWatchedCode(uc_engine *uc, std::uint64_t address, std::uint32_t, void *user) {
+// The one code hook of every engine, called before each instruction (uc_emu_stop in it stops
+// before that instruction executes): a start ends after its budget of instructions, and a fast-mode
+// run before the first watched instruction (needsStep). Unicorn's own instruction count would be a
+// second code hook on every instruction, beside hooks on watched lines (one per line: Unicorn walks
+// the whole list at each instruction); and Unicorn 2.0.1 drops every translation when a start
+// without a count follows one with it. So starts never pass a count; this hook counts.
+void onCode(uc_engine *uc, std::uint64_t address, std::uint32_t, void *user) {
   auto *cpu = static_cast<CpuRuntime *>(user);
-  if (cpu->freeRunning && cpu->machine->needsStep(cpu->index, address))
+  if (cpu->budget == 0 || (cpu->freeRunning && cpu->machine->needsStep(cpu->index, address)))
     uc_emu_stop(uc);
-}
-
-void Machine::Impl::hookWatchedLine(CpuRuntime &cpu, std::uint64_t line) {
-  uc_hook h;
-  check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onWatchedCode), &cpu,
-                    line - (maxInsn - 1), line + kLineSize - 1),
-        "uc_hook_add(CODE)");
+  else
+    --cpu->budget;
 }
 
 void Machine::Impl::hookData(CpuRuntime &cpu, const DataWatch &w) {
@@ -83,12 +82,29 @@ void Machine::Impl::hookData(CpuRuntime &cpu, const DataWatch &w) {
   check(uc_hook_add(cpu.uc, &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
                     reinterpret_cast<void *>(&onDataAccess), &cpu, w.addr, w.addr + w.size - 1),
         "uc_hook_add(MEM)");
+  cpu.hooks.push_back(h);
+}
+
+// The hooks every engine has (traps, faults, onCode) and the watched data ranges.
+void Machine::Impl::addEngineHooks(CpuRuntime &cpu) {
+  uc_hook h;
+  check(uc_hook_add(cpu.uc, &h, UC_HOOK_INTR, reinterpret_cast<void *>(&onInterrupt), &cpu, 1, 0),
+        "uc_hook_add(INTR)");
+  cpu.hooks.push_back(h);
+  check(uc_hook_add(cpu.uc, &h, UC_HOOK_MEM_INVALID, reinterpret_cast<void *>(&onInvalidMemory),
+                    &cpu, 1, 0),
+        "uc_hook_add(MEM_INVALID)");
+  cpu.hooks.push_back(h);
+  check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onCode), &cpu, 1, 0),
+        "uc_hook_add(CODE)");
+  cpu.hooks.push_back(h);
+  for (const DataWatch &w : dataWatches)
+    hookData(cpu, w);
 }
 
 // A new engine for `cpu` holding what the machine has: every text region (this CPU's view) and
-// data region at its address, the trap and fault hooks, and in fast mode the code hooks that stop
-// a free run before watched text (the whole trampoline area, every watched line); the watched
-// data ranges. Registers are the caller's to load.
+// data region at its address, the trap and fault hooks, the code hook that counts and stops runs
+// before watched text (onCode), the watched data ranges. Registers are the caller's to load.
 void Machine::Impl::openEngine(CpuRuntime &cpu) {
   check(openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
                     static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
@@ -98,12 +114,8 @@ void Machine::Impl::openEngine(CpuRuntime &cpu) {
   // the runs end by their instruction count, a hook or a fault.
   check(uc_ctl_exits_enable(cpu.uc), "uc_ctl_exits_enable");
   check(uc_context_alloc(cpu.uc, &cpu.scratch), "uc_context_alloc");
-  uc_hook h;
-  check(uc_hook_add(cpu.uc, &h, UC_HOOK_INTR, reinterpret_cast<void *>(&onInterrupt), &cpu, 1, 0),
-        "uc_hook_add(INTR)");
-  check(uc_hook_add(cpu.uc, &h, UC_HOOK_MEM_INVALID, reinterpret_cast<void *>(&onInvalidMemory),
-                    &cpu, 1, 0),
-        "uc_hook_add(MEM_INVALID)");
+  check(uc_context_alloc(cpu.uc, &cpu.pristine), "uc_context_alloc");
+  check(uc_context_save(cpu.uc, cpu.pristine), "uc_context_save");
   for (TextRegion &r : text)
     check(uc_mem_map_ptr(cpu.uc, r.base, r.size, UC_PROT_READ | UC_PROT_EXEC,
                          r.views[cpu.index].get()),
@@ -111,24 +123,20 @@ void Machine::Impl::openEngine(CpuRuntime &cpu) {
   for (DataRegion &r : data)
     check(uc_mem_map_ptr(cpu.uc, r.base, r.size, UC_PROT_READ | UC_PROT_WRITE, r.memory.get()),
           "uc_mem_map_ptr(data)");
-  if (config.quantum > 1) {
-    check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onWatchedCode), &cpu,
-                      config.moduleBase - (maxInsn - 1), config.moduleBase + config.moduleSize - 1),
-          "uc_hook_add(CODE)");
-    for (std::uint64_t line : cpu.hookedLines)
-      hookWatchedLine(cpu, line);
-  }
-  for (const DataWatch &w : dataWatches)
-    hookData(cpu, w);
+  addEngineHooks(cpu);
 }
 
 void Machine::Impl::closeEngine(CpuRuntime &cpu) {
+  if (cpu.pristine)
+    uc_context_free(cpu.pristine);
   if (cpu.scratch)
     uc_context_free(cpu.scratch);
   if (cpu.uc)
     uc_close(cpu.uc);
+  cpu.pristine = nullptr;
   cpu.scratch = nullptr;
   cpu.uc = nullptr;
+  cpu.hooks.clear();
 }
 
 // Between executions only (restore): each CPU's registers move from the old engine to the new.
@@ -141,6 +149,7 @@ void Machine::Impl::renewEngines() {
     loadRegs(cpu.index, regs);
   }
   restoresSinceRenewal = 0;
+  machinesOnEngines = 0;
   ++engineRenewals;
 }
 

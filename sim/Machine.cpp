@@ -44,11 +44,14 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
   state.cpus.resize(config.cpus);
   cpus.resize(config.cpus);
   for (unsigned i = 0; i < config.cpus; ++i) {
-    CpuRuntime &cpu = cpus[i];
-    cpu.machine = this;
-    cpu.index = i;
-    openEngine(cpu); // Engines.cpp
+    cpus[i].machine = this;
+    cpus[i].index = i;
   }
+  if (config.machinesPerEngine == 0)
+    fatal("machinesPerEngine must be at least 1");
+  if (config.machinesPerEngine == 1 || !adoptEngines()) // EnginePool.cpp
+    for (CpuRuntime &cpu : cpus)
+      openEngine(cpu); // Engines.cpp
   contextSize = uc_context_size(cpus[0].uc);
   // Trampoline memory: text, poisoned, every line watched (trampolines are visible code).
   addTextRegion(config.moduleBase, {}, config.moduleSize);
@@ -59,8 +62,7 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
 
 Machine::Impl::~Impl() {
   abortPatcher();
-  for (CpuRuntime &cpu : cpus)
-    closeEngine(cpu);
+  releaseEngines(); // EnginePool.cpp
 }
 
 // --- Machine: scenario building and observation --------------------------------------------------
@@ -165,6 +167,7 @@ void Machine::watchSite(std::uint64_t addr, std::uint32_t size,
 }
 
 RunResult Machine::run(Scheduler &scheduler, std::uint64_t maxEvents) {
+  impl_->dropUnadopted();
   return impl_->run(scheduler, maxEvents);
 }
 

@@ -142,8 +142,9 @@ struct CpuRuntime {
   unsigned index = 0;
   uc_engine *uc = nullptr;
   uc_context *scratch = nullptr;
-  std::vector<uc_hook> hooks;
-  std::set<std::uint64_t> hookedLines; // fast mode: lines with a code hook installed
+  uc_context *pristine = nullptr; // the registers of the engine as opened (EnginePool.cpp)
+  std::vector<uc_hook> hooks;     // every hook added to the engine
+  std::uint64_t budget = 0;       // instructions this uc_emu_start may still run (onCode)
   bool freeRunning = false;
   std::int64_t intno = -1;
   bool memFault = false;
@@ -159,6 +160,27 @@ struct CpuRuntime {
 struct DataWatch {
   std::uint64_t addr = 0;
   std::uint32_t size = 0;
+};
+
+// The engines a destroyed machine left for the next machine of its thread (EnginePool.cpp), with
+// the host buffers they map.
+struct SpareEngines {
+  const arch::Arch *arch = nullptr;
+  unsigned cpus = 0;
+  std::vector<CpuRuntime> engines; // uc, scratch, pristine; hooks still to delete
+  struct Text {
+    std::uint64_t base = 0, size = 0;
+    std::vector<HostBuffer> views; // one per CPU, mapped into that CPU's engine
+  };
+  struct Data {
+    std::uint64_t base = 0, size = 0;
+    HostBuffer memory; // mapped into every engine
+  };
+  std::vector<Text> text;
+  std::vector<Data> data;
+  std::uint64_t machines = 0; // that used the engines
+  std::uint64_t restores = 0; // since the engines were opened
+  void close();               // the engines closed, the buffers freed
 };
 
 class PatcherAborted {};
@@ -227,10 +249,22 @@ struct Machine::Impl {
 
   // The engines (Engines.cpp).
   void openEngine(CpuRuntime &cpu);
+  void addEngineHooks(CpuRuntime &cpu);
   void closeEngine(CpuRuntime &cpu);
   void renewEngines();
-  void hookWatchedLine(CpuRuntime &cpu, std::uint64_t line);
   void hookData(CpuRuntime &cpu, const DataWatch &w);
+  // The engine pool (EnginePool.cpp): the engines a destroyed machine left on this thread, taken
+  // over at construction; their mappings taken over region by region; the rest unmapped before
+  // the machine first runs or snapshots (dropUnadopted).
+  std::unique_ptr<SpareEngines> adopted;
+  bool enginesAdopted = false;
+  std::uint64_t machinesOnEngines = 0; // before this one
+  bool adoptEngines();
+  bool adoptText(TextRegion &r);
+  bool adoptData(DataRegion &r);
+  void dropAdopted(std::uint64_t addr, std::uint64_t size);
+  void dropUnadopted();
+  void releaseEngines();
 
   // Memory.
   void checkFree(std::uint64_t addr, std::uint64_t size) const;
@@ -331,7 +365,5 @@ private:
   Machine::Impl &m_;
   unsigned cpu_;
 };
-
-void onWatchedCode(uc_engine *uc, std::uint64_t address, std::uint32_t size, void *user);
 
 } // namespace ftsim::sim

@@ -90,6 +90,11 @@ void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8
   std::memset(r.flags.get(), 0, size);
   r.lineWatched.assign(size / kLineSize, 0);
   r.lineDirty.assign(size / kLineSize, 0);
+  if (adoptText(r)) { // EnginePool.cpp: mapped already, rewritten where it differed
+    text.push_back(std::move(r));
+    lastText = nullptr;
+    return;
+  }
   for (CpuRuntime &cpu : cpus) {
     HostBuffer view = allocHost(size);
     std::memcpy(view.get(), r.canonical.get(), size);
@@ -110,13 +115,16 @@ void Machine::Impl::addDataRegion(std::uint64_t addr, std::uint64_t size,
   DataRegion r;
   r.base = addr;
   r.size = size;
-  r.memory = allocHost(size);
+  const bool mapped = adoptData(r); // EnginePool.cpp
+  if (!mapped)
+    r.memory = allocHost(size);
   std::memset(r.memory.get(), 0, size);
   if (!init.empty())
     std::memcpy(r.memory.get(), init.data(), init.size());
   for (CpuRuntime &cpu : cpus)
-    check(uc_mem_map_ptr(cpu.uc, addr, size, UC_PROT_READ | UC_PROT_WRITE, r.memory.get()),
-          "uc_mem_map_ptr(data)");
+    if (!mapped)
+      check(uc_mem_map_ptr(cpu.uc, addr, size, UC_PROT_READ | UC_PROT_WRITE, r.memory.get()),
+            "uc_mem_map_ptr(data)");
   data.push_back(std::move(r));
 }
 
@@ -160,17 +168,7 @@ void Machine::Impl::watchLines(std::uint64_t addr, std::uint64_t size) {
     if (w)
       continue;
     w = 1;
-    r->touch(line - r->base, kLineSize);
-    if (config.quantum == 1)
-      continue;
-    // Fast mode: make runs stop before this line. Translated blocks made before the hook existed
-    // have no call to it, so they go.
-    for (CpuRuntime &cpu : cpus) {
-      if (!cpu.hookedLines.insert(line).second)
-        continue;
-      hookWatchedLine(cpu, line);
-      uc_ctl_remove_cache(cpu.uc, line - (maxInsn - 1), line + kLineSize);
-    }
+    r->touch(line - r->base, kLineSize); // runs stop before it from now on (onCode)
   }
 }
 

@@ -127,13 +127,15 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   rt.memFaultAddr = 0;
   rt.dataSeen = false;
   rt.freeRunning = count > 1;
-  uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, count);
+  rt.budget = count; // counted by onCode, not by Unicorn (Engines.cpp)
+  uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
   rt.freeRunning = false;
   if (count > 1 && err == UC_ERR_OK && rt.intno < 0 && rt.dataSeen &&
       readReg(cpu, abi.pcReg) == rt.dataPc) {
     // A stop requested from the watched access's hook takes effect before that instruction
     // retires (the access is not made): run it now, so the event ends after it as documented.
-    err = uc_emu_start(rt.uc, rt.dataPc, abi.unreachable, 0, 1);
+    rt.budget = 1;
+    err = uc_emu_start(rt.uc, rt.dataPc, abi.unreachable, 0, 0);
   }
   const std::uint64_t after = readReg(cpu, abi.pcReg);
   rec.pcAfter = after;

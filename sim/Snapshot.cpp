@@ -43,6 +43,7 @@ Snapshot Machine::snapshot() const {
   Impl &m = *impl_;
   if (m.patcher.alive)
     fatal("cannot snapshot a machine while its patcher is running");
+  m.dropUnadopted();
   Snapshot s;
   s.data_ = std::make_unique<Snapshot::Data>();
   Snapshot::Data &d = *s.data_;

@@ -123,9 +123,9 @@ TEST_P(SnapshotModels, ARunAfterRestoresIsAFreshMachinesRun) {
   EXPECT_EQ(m.logText(), fresh.logText());
 }
 
-// Engines renewed at every restore (sim/Engines.cpp): memory, views, registers, the fast mode's
-// code hooks on watched text all move to the new engines, so every run is still a fresh machine's
-// run, in instruction-granular and in fast mode.
+// Engines renewed at every restore (sim/Engines.cpp): memory, views, registers, the code hook
+// that stops fast-mode runs before watched text all move to the new engines, so every run is still
+// a fresh machine's run, in instruction-granular and in fast mode.
 TEST_P(SnapshotModels, RenewedEnginesRunAsAFreshMachine) {
   X86Scenario s(60);
   auto patch = [&s](Machine &m) { callSyncNop(m, s); };

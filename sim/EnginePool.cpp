@@ -1,0 +1,186 @@
+// Engines kept from one machine to the next on the same thread (MachineImpl.h, "The engine
+// pool").
+//
+// Engine-level harnesses build a kernel, so a machine, per execution. Opening its engines, mapping
+// its regions and closing them again was half of such a search (`perf record` of
+// tramp-free-rcu-tasks: the Machine constructor 33%, of which Unicorn zeroing a fresh 2 MiB huge
+// page for its code buffer 12%; uc_close 9%), and every execution translated all its code anew
+// (tb_gen_code 25%). A machine now leaves its engines to the next machine its thread makes with
+// the same architecture and CPU count, together with the host buffers they map. That machine
+// takes a mapping over when it maps a region of the same address, size and kind (the buffer is
+// rewritten with the new bytes; translations go only where bytes differ, as in a snapshot
+// restore), unmaps the rest before it first runs, loads the registers an engine had when it was
+// opened and re-adds its hooks. Nothing a run can observe depends on where its engines came from:
+// every corpus scenario gives the same report and replay file either way.
+
+#include "MachineImpl.h"
+
+#include "ftsim/sim/UnicornEngine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+namespace ftsim::sim {
+
+void SpareEngines::close() {
+  for (CpuRuntime &cpu : engines) {
+    if (cpu.pristine)
+      uc_context_free(cpu.pristine);
+    if (cpu.scratch)
+      uc_context_free(cpu.scratch);
+    if (cpu.uc)
+      uc_close(cpu.uc);
+  }
+  engines.clear();
+  text.clear();
+  data.clear();
+}
+
+namespace {
+// Per thread: every engine is used only by the thread that opened it.
+struct SparePool {
+  std::optional<SpareEngines> spare;
+  ~SparePool() {
+    if (spare)
+      spare->close();
+  }
+};
+thread_local SparePool pool;
+} // namespace
+
+bool Machine::Impl::adoptEngines() {
+  std::optional<SpareEngines> &spare = pool.spare;
+  if (!spare)
+    return false;
+  if (spare->arch != &arch || spare->cpus != config.cpus) {
+    spare->close();
+    spare.reset();
+    return false;
+  }
+  adopted = std::make_unique<SpareEngines>(std::move(*spare));
+  spare.reset();
+  restoresSinceRenewal = adopted->restores;
+  machinesOnEngines = adopted->machines;
+  for (unsigned i = 0; i < config.cpus; ++i) {
+    CpuRuntime &cpu = cpus[i];
+    CpuRuntime &old = adopted->engines[i];
+    for (uc_hook h : old.hooks)
+      check(uc_hook_del(old.uc, h), "uc_hook_del");
+    cpu.uc = std::exchange(old.uc, nullptr);
+    cpu.scratch = std::exchange(old.scratch, nullptr);
+    cpu.pristine = std::exchange(old.pristine, nullptr);
+    check(uc_context_restore(cpu.uc, cpu.pristine), "uc_context_restore");
+    addEngineHooks(cpu);
+  }
+  adopted->engines.clear();
+  enginesAdopted = true;
+  return true;
+}
+
+bool Machine::enginesAdopted() const { return impl_->enginesAdopted; }
+
+bool Machine::Impl::adoptText(TextRegion &r) {
+  if (!adopted)
+    return false;
+  auto it = std::find_if(adopted->text.begin(), adopted->text.end(),
+                         [&](const auto &t) { return t.base == r.base && t.size == r.size; });
+  if (it == adopted->text.end()) {
+    dropAdopted(r.base, r.size);
+    return false;
+  }
+  r.views = std::move(it->views);
+  adopted->text.erase(it);
+  // The views hold what the last machine left: rewrite the pages that differ, removing their
+  // translations only there.
+  for (unsigned c = 0; c < config.cpus; ++c) {
+    std::uint8_t *view = r.views[c].get();
+    const std::uint8_t *bytes = r.canonical.get();
+    for (std::uint64_t off = 0; off < r.size; off += kPage) {
+      const std::uint64_t n = std::min(kPage, r.size - off);
+      if (std::memcmp(view + off, bytes + off, n) != 0)
+        rewriteView(c, r, r.base + off, bytes + off, n);
+    }
+  }
+  return true;
+}
+
+bool Machine::Impl::adoptData(DataRegion &r) {
+  if (!adopted)
+    return false;
+  auto it = std::find_if(adopted->data.begin(), adopted->data.end(),
+                         [&](const auto &d) { return d.base == r.base && d.size == r.size; });
+  if (it == adopted->data.end()) {
+    dropAdopted(r.base, r.size);
+    return false;
+  }
+  r.memory = std::move(it->memory);
+  adopted->data.erase(it);
+  return true;
+}
+
+void Machine::Impl::dropAdopted(std::uint64_t addr, std::uint64_t size) {
+  if (!adopted)
+    return;
+  const auto overlaps = [&](std::uint64_t base, std::uint64_t n) {
+    return addr < base + n && base < addr + size;
+  };
+  const auto unmap = [&](std::uint64_t base, std::uint64_t n) {
+    // Unicorn removes the translations with the mapping: a later jump there faults (a test
+    // enters such text).
+    for (CpuRuntime &cpu : cpus)
+      check(uc_mem_unmap(cpu.uc, base, n), "uc_mem_unmap");
+  };
+  std::erase_if(adopted->text, [&](const SpareEngines::Text &t) {
+    if (!overlaps(t.base, t.size))
+      return false;
+    unmap(t.base, t.size);
+    return true;
+  });
+  std::erase_if(adopted->data, [&](const SpareEngines::Data &d) {
+    if (!overlaps(d.base, d.size))
+      return false;
+    unmap(d.base, d.size);
+    return true;
+  });
+}
+
+void Machine::Impl::dropUnadopted() {
+  if (!adopted)
+    return;
+  dropAdopted(0, ~std::uint64_t{0});
+  adopted.reset();
+}
+
+void Machine::Impl::releaseEngines() {
+  if (machinesOnEngines + 1 >= config.machinesPerEngine ||
+      (config.restoresPerEngine && restoresSinceRenewal >= config.restoresPerEngine)) {
+    for (CpuRuntime &cpu : cpus)
+      closeEngine(cpu);
+    return;
+  }
+  dropUnadopted();
+  SpareEngines spare;
+  spare.arch = &arch;
+  spare.cpus = config.cpus;
+  spare.machines = machinesOnEngines + 1;
+  spare.restores = restoresSinceRenewal;
+  for (CpuRuntime &cpu : cpus) {
+    CpuRuntime kept;
+    kept.uc = std::exchange(cpu.uc, nullptr);
+    kept.scratch = std::exchange(cpu.scratch, nullptr);
+    kept.pristine = std::exchange(cpu.pristine, nullptr);
+    kept.hooks = std::move(cpu.hooks);
+    spare.engines.push_back(std::move(kept));
+  }
+  for (TextRegion &r : text)
+    spare.text.push_back({r.base, r.size, std::move(r.views)});
+  for (DataRegion &r : data)
+    spare.data.push_back({r.base, r.size, std::move(r.memory)});
+  if (pool.spare)
+    pool.spare->close();
+  pool.spare = std::move(spare);
+}
+
+} // namespace ftsim::sim
