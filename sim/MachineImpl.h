@@ -167,6 +167,7 @@ struct DataWatch {
 struct SpareEngines {
   const arch::Arch *arch = nullptr;
   unsigned cpus = 0;
+  bool stepping = false; // quantum 1: the engines count with Unicorn's count (Engines.cpp)
   std::vector<CpuRuntime> engines; // uc, scratch, pristine; hooks still to delete
   struct Text {
     std::uint64_t base = 0, size = 0;

@@ -127,8 +127,10 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   rt.memFaultAddr = 0;
   rt.dataSeen = false;
   rt.freeRunning = count > 1;
-  rt.budget = count; // counted by onCode, not by Unicorn (Engines.cpp)
-  uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
+  // Counted by onCode in fast mode, by Unicorn when the machine only steps (Engines.cpp).
+  const bool countedByUnicorn = config.quantum == 1;
+  rt.budget = count;
+  uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, countedByUnicorn ? count : 0);
   rt.freeRunning = false;
   if (count > 1 && err == UC_ERR_OK && rt.intno < 0 && rt.dataSeen &&
       readReg(cpu, abi.pcReg) == rt.dataPc) {

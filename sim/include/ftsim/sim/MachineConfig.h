@@ -36,9 +36,9 @@ struct MachineConfig {
   std::uint32_t restoresPerEngine = 4096;
   // Machines that use the same engines in turn (sim/EnginePool.cpp): a destroyed machine leaves
   // its engines (and the memory they map) to the next machine its thread makes with the same
-  // architecture and CPU count, which keeps the translations of the code that did not change;
-  // after this many machines (or restoresPerEngine restores) they are closed, which bounds
-  // Unicorn's code buffer. 1: every machine opens its own. No effect on what a run does.
+  // architecture, CPU count and quantum 1 or not, which keeps the translations of the code that did
+  // not change; after this many machines (or restoresPerEngine restores) they are closed, which
+  // bounds Unicorn's code buffer. 1: every machine opens its own. No effect on what a run does.
   std::uint32_t machinesPerEngine = 16;
   // NOHZ_FULL deferral of the text-patching IPI (V. Schneider's series "context_tracking,x86:
   // Defer some IPIs until a user->kernel transition", 2025, not merged): syncCores() does not
