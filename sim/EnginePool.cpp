@@ -26,14 +26,8 @@
 namespace ftsim::sim {
 
 void SpareEngines::close() {
-  for (CpuRuntime &cpu : engines) {
-    if (cpu.pristine)
-      uc_context_free(cpu.pristine);
-    if (cpu.scratch)
-      uc_context_free(cpu.scratch);
-    if (cpu.uc)
-      uc_close(cpu.uc);
-  }
+  for (CpuRuntime &cpu : engines)
+    closeUnicorn(cpu);
   engines.clear();
   text.clear();
   data.clear();

@@ -73,12 +73,27 @@ void onNoCode(uc_engine *, std::uint64_t, std::uint32_t, void *) {}
 // each instruction); and Unicorn 2.0.1 drops every translation when a start without a count
 // follows one with it. So a fast-mode engine's starts never pass a count; this hook counts.
 // A machine that only steps (quantum 1) counts with Unicorn's count, its one code hook.
+// A run starts only where nothing is pending and watched lines change only between events, so
+// within a run an instruction needs a step exactly when its line or the next is watched; the last
+// line found clear of both is remembered (CpuRuntime::clearLine, reset at every start).
 void onCode(uc_engine *uc, std::uint64_t address, std::uint32_t, void *user) {
   auto *cpu = static_cast<CpuRuntime *>(user);
-  if (cpu->budget == 0 || (cpu->freeRunning && cpu->machine->needsStep(cpu->index, address)))
+  if (cpu->budget == 0) {
     uc_emu_stop(uc);
-  else
-    --cpu->budget;
+    return;
+  }
+  if (cpu->freeRunning && lineOf(address) != cpu->clearLine) {
+    const std::uint64_t line = lineOf(address);
+    if (cpu->machine->lineWatchedAt(line) || cpu->machine->lineWatchedAt(line + kLineSize)) {
+      if (cpu->machine->needsStep(cpu->index, address)) {
+        uc_emu_stop(uc);
+        return;
+      }
+    } else {
+      cpu->clearLine = line;
+    }
+  }
+  --cpu->budget;
 }
 
 void Machine::Impl::hookData(CpuRuntime &cpu, const DataWatch &w) {
@@ -142,7 +157,7 @@ void Machine::Impl::openEngine(CpuRuntime &cpu) {
   addEngineHooks(cpu);
 }
 
-void Machine::Impl::closeEngine(CpuRuntime &cpu) {
+void closeUnicorn(CpuRuntime &cpu) {
   if (cpu.pristine)
     uc_context_free(cpu.pristine);
   if (cpu.scratch)
@@ -154,6 +169,8 @@ void Machine::Impl::closeEngine(CpuRuntime &cpu) {
   cpu.uc = nullptr;
   cpu.hooks.clear();
 }
+
+void Machine::Impl::closeEngine(CpuRuntime &cpu) { closeUnicorn(cpu); }
 
 // Between executions only (restore): each CPU's registers move from the old engine to the new.
 void Machine::Impl::renewEngines() {

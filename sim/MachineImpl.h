@@ -145,6 +145,7 @@ struct CpuRuntime {
   uc_context *pristine = nullptr; // the registers of the engine as opened (EnginePool.cpp)
   std::vector<uc_hook> hooks;     // every hook added to the engine
   std::uint64_t budget = 0;       // instructions this uc_emu_start may still run (onCode)
+  std::uint64_t clearLine = 1;    // a line no instruction of which needs a step (onCode); 1: none
   bool freeRunning = false;
   std::int64_t intno = -1;
   bool memFault = false;
@@ -161,6 +162,9 @@ struct DataWatch {
   std::uint64_t addr = 0;
   std::uint32_t size = 0;
 };
+
+// Closes `cpu`'s engine and frees its contexts (Engines.cpp).
+void closeUnicorn(CpuRuntime &cpu);
 
 // The engines a destroyed machine left for the next machine of its thread (EnginePool.cpp), with
 // the host buffers they map.

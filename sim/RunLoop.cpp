@@ -130,6 +130,7 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   // Counted by onCode in fast mode, by Unicorn when the machine only steps (Engines.cpp).
   const bool countedByUnicorn = config.quantum == 1;
   rt.budget = count;
+  rt.clearLine = 1; // not a line: onCode looks again
   uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, countedByUnicorn ? count : 0);
   rt.freeRunning = false;
   if (count > 1 && err == UC_ERR_OK && rt.intno < 0 && rt.dataSeen &&
