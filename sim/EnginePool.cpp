@@ -34,6 +34,19 @@ void SpareEngines::close() {
 }
 
 namespace {
+// The mapping of `mappings` (SpareEngines::Text or Data) at exactly base and size, taken out.
+template <typename Mapping>
+std::optional<Mapping> takeMapping(std::vector<Mapping> &mappings, std::uint64_t base,
+                                   std::uint64_t size) {
+  auto it = std::find_if(mappings.begin(), mappings.end(),
+                         [&](const Mapping &m) { return m.base == base && m.size == size; });
+  if (it == mappings.end())
+    return std::nullopt;
+  Mapping m = std::move(*it);
+  mappings.erase(it);
+  return m;
+}
+
 // Per thread: every engine is used only by the thread that opened it.
 struct SparePool {
   std::optional<SpareEngines> spare;
@@ -80,14 +93,12 @@ bool Machine::enginesAdopted() const { return impl_->enginesAdopted; }
 bool Machine::Impl::adoptText(TextRegion &r) {
   if (!adopted)
     return false;
-  auto it = std::find_if(adopted->text.begin(), adopted->text.end(),
-                         [&](const auto &t) { return t.base == r.base && t.size == r.size; });
-  if (it == adopted->text.end()) {
+  std::optional<SpareEngines::Text> kept = takeMapping(adopted->text, r.base, r.size);
+  if (!kept) {
     dropAdopted(r.base, r.size);
     return false;
   }
-  r.views = std::move(it->views);
-  adopted->text.erase(it);
+  r.views = std::move(kept->views);
   // The views hold what the last machine left: rewrite the pages that differ, removing their
   // translations only there.
   for (unsigned c = 0; c < config.cpus; ++c) {
@@ -105,41 +116,31 @@ bool Machine::Impl::adoptText(TextRegion &r) {
 bool Machine::Impl::adoptData(DataRegion &r) {
   if (!adopted)
     return false;
-  auto it = std::find_if(adopted->data.begin(), adopted->data.end(),
-                         [&](const auto &d) { return d.base == r.base && d.size == r.size; });
-  if (it == adopted->data.end()) {
+  std::optional<SpareEngines::Data> kept = takeMapping(adopted->data, r.base, r.size);
+  if (!kept) {
     dropAdopted(r.base, r.size);
     return false;
   }
-  r.memory = std::move(it->memory);
-  adopted->data.erase(it);
+  r.memory = std::move(kept->memory);
   return true;
 }
 
 void Machine::Impl::dropAdopted(std::uint64_t addr, std::uint64_t size) {
   if (!adopted)
     return;
-  const auto overlaps = [&](std::uint64_t base, std::uint64_t n) {
-    return addr < base + n && base < addr + size;
+  // Unicorn removes the translations with the mapping: a later jump there faults (a test enters
+  // such text).
+  const auto drop = [&](auto &mappings) {
+    std::erase_if(mappings, [&](const auto &m) {
+      if (!(addr < m.base + m.size && m.base < addr + size))
+        return false;
+      for (CpuRuntime &cpu : cpus)
+        check(uc_mem_unmap(cpu.uc, m.base, m.size), "uc_mem_unmap");
+      return true;
+    });
   };
-  const auto unmap = [&](std::uint64_t base, std::uint64_t n) {
-    // Unicorn removes the translations with the mapping: a later jump there faults (a test
-    // enters such text).
-    for (CpuRuntime &cpu : cpus)
-      check(uc_mem_unmap(cpu.uc, base, n), "uc_mem_unmap");
-  };
-  std::erase_if(adopted->text, [&](const SpareEngines::Text &t) {
-    if (!overlaps(t.base, t.size))
-      return false;
-    unmap(t.base, t.size);
-    return true;
-  });
-  std::erase_if(adopted->data, [&](const SpareEngines::Data &d) {
-    if (!overlaps(d.base, d.size))
-      return false;
-    unmap(d.base, d.size);
-    return true;
-  });
+  drop(adopted->text);
+  drop(adopted->data);
 }
 
 void Machine::Impl::dropUnadopted() {

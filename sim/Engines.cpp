@@ -82,8 +82,8 @@ void onCode(uc_engine *uc, std::uint64_t address, std::uint32_t, void *user) {
     uc_emu_stop(uc);
     return;
   }
-  if (cpu->freeRunning && lineOf(address) != cpu->clearLine) {
-    const std::uint64_t line = lineOf(address);
+  const std::uint64_t line = lineOf(address);
+  if (cpu->freeRunning && line != cpu->clearLine) {
     if (cpu->machine->lineWatchedAt(line) || cpu->machine->lineWatchedAt(line + kLineSize)) {
       if (cpu->machine->needsStep(cpu->index, address)) {
         uc_emu_stop(uc);

@@ -36,7 +36,7 @@ struct Outcome {
   bool adopted = false;
 };
 
-Outcome runProgram(const Program &p, bool pool, bool enterExtra) {
+Outcome runProgram(const Program &p, bool pool) {
   MachineConfig c;
   c.cpus = 2;
   c.quantum = 100;
@@ -59,12 +59,11 @@ Outcome runProgram(const Program &p, bool pool, bool enterExtra) {
   m.bindHypercall(GuestHypercall::Exit, kText);
   m.addTask({"jumper", 0, kJumper, 1});
   m.addTask({"reader", 1, kReader, 0});
-  if (enterExtra)
-    m.addTask({"extra", 1, kExtra, 0});
+  m.addTask({"extra", 1, kExtra, 0});
   RoundRobinScheduler rr;
   m.run(rr);
   Outcome out;
-  for (int t = 0; t < (enterExtra ? 3 : 2); ++t)
+  for (int t = 0; t < 3; ++t)
     out.results.push_back(m.task(t).result);
   out.findings = m.findings().size();
   out.log = m.logText();
@@ -74,14 +73,14 @@ Outcome runProgram(const Program &p, bool pool, bool enterExtra) {
 
 TEST(EnginePool, AMachineOnAnotherMachinesEnginesRunsItsOwnCodeAndData) {
   // The first machine: rel8 0, a datum of 5, extra text that returns 42 (and runs it).
-  const Outcome first = runProgram({0, true, 5}, true, true);
+  const Outcome first = runProgram({0, true, 5}, true);
   EXPECT_EQ(first.results, (std::vector<std::uint64_t>{7, 5, 42}));
   EXPECT_EQ(first.findings, 0u);
   // The next one, on its engines: the jump's byte changed (translations of that page must go),
   // no datum (the buffer it takes over must read 0), no extra text (entering it must fault).
-  const Outcome pooled = runProgram({1, false, 0}, true, true);
+  const Outcome pooled = runProgram({1, false, 0}, true);
   EXPECT_TRUE(pooled.adopted) << "the engines were not taken over: the test proves nothing";
-  const Outcome fresh = runProgram({1, false, 0}, false, true);
+  const Outcome fresh = runProgram({1, false, 0}, false);
   EXPECT_FALSE(fresh.adopted);
   EXPECT_EQ(pooled.results[0], 1u);
   EXPECT_EQ(pooled.results[1], 0u);
