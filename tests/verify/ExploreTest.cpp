@@ -85,6 +85,25 @@ TEST(ScenarioFiles, TomlRoundTrip) {
   s.source = "a \"quoted\" source";
   s.fidelity = "model-hypothesis";
   EXPECT_EQ(parseScenario(s.toToml(), "round-trip"), s);
+  // Every string is written as a TOML string, quotes, backslashes and brackets included.
+  s.expectOracle = "a \"quoted\" \\[code]\\\\[[oracle";
+  const std::string text = s.toToml();
+  EXPECT_EQ(parseScenario(text, "round-trip"), s);
+  EXPECT_EQ(parseScenario(text, "round-trip").toToml(), text);
+}
+
+TEST(ScenarioFiles, AnExpectedOracleTheScenarioDoesNotHaveIsAnError) {
+  Scenario s = site("int3-nosync1");
+  s.expectVerdict = "violation";
+  s.expectOracle = "torn-fetch";
+  EXPECT_NO_THROW(makeHarness(s, HarnessEnv{}));
+  s.expectOracle = "linux"; // the oracle of scenarios that run Linux's own code
+  const std::string message = fatalMessage([&] { makeHarness(s, HarnessEnv{}); });
+  EXPECT_NE(message.find("expect.oracle = 'linux' is not an oracle of this scenario (its "
+                         "oracles: torn-fetch, trampoline-lifetime, guest-fault"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {

@@ -49,8 +49,21 @@ const std::array<Kind, 4> &kinds() {
 
 std::unique_ptr<Harness> makeHarness(const Scenario &scenario, const HarnessEnv &env) {
   for (const Kind &k : kinds())
-    if (k.code == scenario.code)
-      return k.make(scenario, env);
+    if (k.code == scenario.code) {
+      std::unique_ptr<Harness> harness = k.make(scenario, env);
+      // An expected oracle that cannot judge this scenario's executions could never be met.
+      if (!scenario.expectOracle.empty()) {
+        std::string names;
+        for (const auto &oracle : oraclesFor(*harness)) {
+          if (oracle->name() == scenario.expectOracle)
+            return harness;
+          names += fmt::format("{}{}", names.empty() ? "" : ", ", oracle->name());
+        }
+        fatal("{}: expect.oracle = '{}' is not an oracle of this scenario (its oracles: {})",
+              scenario.name, scenario.expectOracle, names);
+      }
+      return harness;
+    }
   fatal("{}: no harness for code kind '{}'", scenario.name, codeKindName(scenario.code));
 }
 

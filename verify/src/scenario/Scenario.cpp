@@ -439,9 +439,9 @@ std::string Scenario::toToml() const {
   if (!expectVerdict.empty() || !expectOracle.empty()) {
     out += "\n[expect]\n";
     if (!expectVerdict.empty())
-      out += fmt::format("verdict = \"{}\"\n", expectVerdict);
+      out += fmt::format("verdict = {}\n", tomlString(expectVerdict));
     if (!expectOracle.empty())
-      out += fmt::format("oracle = \"{}\"\n", expectOracle);
+      out += fmt::format("oracle = {}\n", tomlString(expectOracle));
   }
   if (protocolProgram)
     out += "\n[protocol_program]\n" + protocolFileText(*protocolProgram);
