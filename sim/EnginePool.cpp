@@ -34,17 +34,30 @@ void SpareEngines::close() {
 }
 
 namespace {
-// The mapping of `mappings` (SpareEngines::Text or Data) at exactly base and size, taken out.
+// The adopted mapping (SpareEngines::text or data) at exactly base and size, taken out; without
+// one, the adopted mappings overlapping that range are unmapped and none is returned.
 template <typename Mapping>
-std::optional<Mapping> takeMapping(std::vector<Mapping> &mappings, std::uint64_t base,
-                                   std::uint64_t size) {
-  auto it = std::find_if(mappings.begin(), mappings.end(),
-                         [&](const Mapping &m) { return m.base == base && m.size == size; });
-  if (it == mappings.end())
+std::optional<Mapping> takeMapping(Machine::Impl &m, std::vector<Mapping> SpareEngines::*mappings,
+                                   std::uint64_t base, std::uint64_t size) {
+  if (!m.adopted)
     return std::nullopt;
-  Mapping m = std::move(*it);
-  mappings.erase(it);
-  return m;
+  std::vector<Mapping> &list = (*m.adopted).*mappings;
+  auto it = std::find_if(list.begin(), list.end(),
+                         [&](const Mapping &k) { return k.base == base && k.size == size; });
+  if (it == list.end()) {
+    m.dropAdopted(base, size);
+    return std::nullopt;
+  }
+  Mapping kept = std::move(*it);
+  list.erase(it);
+  return kept;
+}
+
+// Moves the engine and its two contexts from `from` to `to`.
+void moveEngine(CpuRuntime &to, CpuRuntime &from) {
+  to.uc = std::exchange(from.uc, nullptr);
+  to.scratch = std::exchange(from.scratch, nullptr);
+  to.pristine = std::exchange(from.pristine, nullptr);
 }
 
 // Per thread: every engine is used only by the thread that opened it.
@@ -77,9 +90,7 @@ bool Machine::Impl::adoptEngines() {
     CpuRuntime &old = adopted->engines[i];
     for (uc_hook h : old.hooks)
       check(uc_hook_del(old.uc, h), "uc_hook_del");
-    cpu.uc = std::exchange(old.uc, nullptr);
-    cpu.scratch = std::exchange(old.scratch, nullptr);
-    cpu.pristine = std::exchange(old.pristine, nullptr);
+    moveEngine(cpu, old);
     check(uc_context_restore(cpu.uc, cpu.pristine), "uc_context_restore");
     addEngineHooks(cpu);
   }
@@ -91,13 +102,9 @@ bool Machine::Impl::adoptEngines() {
 bool Machine::enginesAdopted() const { return impl_->enginesAdopted; }
 
 bool Machine::Impl::adoptText(TextRegion &r) {
-  if (!adopted)
+  std::optional<SpareEngines::Text> kept = takeMapping(*this, &SpareEngines::text, r.base, r.size);
+  if (!kept)
     return false;
-  std::optional<SpareEngines::Text> kept = takeMapping(adopted->text, r.base, r.size);
-  if (!kept) {
-    dropAdopted(r.base, r.size);
-    return false;
-  }
   r.views = std::move(kept->views);
   // The views hold what the last machine left: rewrite the pages that differ, removing their
   // translations only there.
@@ -114,13 +121,9 @@ bool Machine::Impl::adoptText(TextRegion &r) {
 }
 
 bool Machine::Impl::adoptData(DataRegion &r) {
-  if (!adopted)
+  std::optional<SpareEngines::Data> kept = takeMapping(*this, &SpareEngines::data, r.base, r.size);
+  if (!kept)
     return false;
-  std::optional<SpareEngines::Data> kept = takeMapping(adopted->data, r.base, r.size);
-  if (!kept) {
-    dropAdopted(r.base, r.size);
-    return false;
-  }
   r.memory = std::move(kept->memory);
   return true;
 }
@@ -154,7 +157,7 @@ void Machine::Impl::releaseEngines() {
   if (machinesOnEngines + 1 >= config.machinesPerEngine ||
       (config.restoresPerEngine && restoresSinceRenewal >= config.restoresPerEngine)) {
     for (CpuRuntime &cpu : cpus)
-      closeEngine(cpu);
+      closeUnicorn(cpu);
     return;
   }
   dropUnadopted();
@@ -166,9 +169,7 @@ void Machine::Impl::releaseEngines() {
   spare.restores = restoresSinceRenewal;
   for (CpuRuntime &cpu : cpus) {
     CpuRuntime kept;
-    kept.uc = std::exchange(cpu.uc, nullptr);
-    kept.scratch = std::exchange(cpu.scratch, nullptr);
-    kept.pristine = std::exchange(cpu.pristine, nullptr);
+    moveEngine(kept, cpu);
     kept.hooks = std::move(cpu.hooks);
     spare.engines.push_back(std::move(kept));
   }

@@ -170,14 +170,12 @@ void closeUnicorn(CpuRuntime &cpu) {
   cpu.hooks.clear();
 }
 
-void Machine::Impl::closeEngine(CpuRuntime &cpu) { closeUnicorn(cpu); }
-
 // Between executions only (restore): each CPU's registers move from the old engine to the new.
 void Machine::Impl::renewEngines() {
   std::vector<std::uint8_t> regs;
   for (CpuRuntime &cpu : cpus) {
     saveRegs(cpu.index, regs);
-    closeEngine(cpu);
+    closeUnicorn(cpu);
     openEngine(cpu);
     loadRegs(cpu.index, regs);
   }

@@ -255,7 +255,6 @@ struct Machine::Impl {
   // The engines (Engines.cpp).
   void openEngine(CpuRuntime &cpu);
   void addEngineHooks(CpuRuntime &cpu);
-  void closeEngine(CpuRuntime &cpu);
   void renewEngines();
   void hookData(CpuRuntime &cpu, const DataWatch &w);
   // The engine pool (EnginePool.cpp): the engines a destroyed machine left on this thread, taken

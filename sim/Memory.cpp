@@ -121,8 +121,8 @@ void Machine::Impl::addDataRegion(std::uint64_t addr, std::uint64_t size,
   std::memset(r.memory.get(), 0, size);
   if (!init.empty())
     std::memcpy(r.memory.get(), init.data(), init.size());
-  for (CpuRuntime &cpu : cpus)
-    if (!mapped)
+  if (!mapped)
+    for (CpuRuntime &cpu : cpus)
       check(uc_mem_map_ptr(cpu.uc, addr, size, UC_PROT_READ | UC_PROT_WRITE, r.memory.get()),
             "uc_mem_map_ptr(data)");
   data.push_back(std::move(r));
