@@ -23,7 +23,7 @@ void check(uc_err err, const char *what) {
 // --- Construction --------------------------------------------------------------------------------
 
 Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
-    : self(owner), arch(a), abi(guestAbi(a)), config(c) {
+    : self(owner), arch(a), abi(guestAbi(a)), endian(a.endian()), config(c) {
   if (!arch.executable())
     fatal("architecture '{}' is not executable by the simulator", arch.name());
   if (config.cpus < 1 || config.cpus > 8)

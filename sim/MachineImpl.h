@@ -222,6 +222,7 @@ struct Machine::Impl {
   Machine &self;
   const arch::Arch &arch;
   const GuestAbi &abi;
+  const arch::Endian endian; // the guest's byte order, read once (preempt counts, every event)
   MachineConfig config;
   unsigned maxInsn = 0;
   std::size_t contextSize = 0;
@@ -292,6 +293,9 @@ struct Machine::Impl {
   std::uint32_t readPreemptCount(int task);
   void writePreemptCount(int task, std::uint32_t count);
   void refreshRegions(unsigned cpu);
+  // Only the preempt count: after a step that cannot change the interrupt flag (and did not trap
+  // or fault), whose task is still the CPU's.
+  void refreshPreemptCount(unsigned cpu);
   void noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore, std::uint32_t countBefore);
   void switchTo(unsigned cpu, int next);
   void stopTask(unsigned cpu, TaskState why);
@@ -315,7 +319,9 @@ struct Machine::Impl {
 
   // Events.
   bool patcherHoldsCpu(unsigned cpu) const;
-  std::size_t enabledEvents(EventChoice *out);
+  // Per CPU an IPI, a step, a timer interrupt and an interrupt handler; the patcher's event.
+  static constexpr std::size_t kMaxEnabled = 8 * 4 + 1;
+  std::size_t enabledEvents(EventChoice *out); // `out` holds kMaxEnabled
   EventKind stepKind(unsigned cpu);
   void appendRecord(const EventRecord &rec); // counts it; records it when config.keepLog
   EventRecord beginRecord(EventKind kind, unsigned cpu);
@@ -329,9 +335,11 @@ struct Machine::Impl {
   void guestFault(unsigned cpu, EventRecord &rec, std::uint64_t pc, std::string message);
   std::string faultMessage(uc_err err, const CpuRuntime &cpu) const;
   void handleTrap(unsigned cpu, EventRecord &rec, std::uint64_t pcAfter, std::int64_t intno);
-  void execute(unsigned cpu, EventRecord &rec, std::uint64_t count, Scheduler &scheduler);
+  // Both return whether the event was a plain step (RunLoop.cpp): one instruction that changed no
+  // state the enabled events depend on, so that they are the same after it.
+  bool execute(unsigned cpu, EventRecord &rec, std::uint64_t count, Scheduler &scheduler);
   void applyStore();
-  void executeEvent(const EventChoice &choice, Scheduler &scheduler);
+  bool executeEvent(const EventChoice &choice, Scheduler &scheduler);
   // An Alloc/Free note: the patcher's when it runs, else that of the CPU whose event (a host
   // handler) made it, with its task.
   void logNote(EventKind kind, std::uint64_t addr, std::uint64_t size);
@@ -346,7 +354,7 @@ struct Machine::Impl {
   void afterPatcherRan();
   void yieldToMain();
   bool waitOver() const;
-  void resumeWaitingPatcher();
+  bool resumeWaitingPatcher(); // whether the patcher ran
   void abortPatcher();
   static std::string_view patcherStateName(PatcherState s);
 };

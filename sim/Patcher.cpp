@@ -127,9 +127,11 @@ bool Machine::Impl::waitOver() const {
   }
 }
 
-void Machine::Impl::resumeWaitingPatcher() {
-  while (patcher.alive && waitOver())
+bool Machine::Impl::resumeWaitingPatcher() {
+  bool ran = false;
+  for (; patcher.alive && waitOver(); ran = true)
     resumePatcher();
+  return ran;
 }
 
 // Unwind a parked patcher: it throws PatcherAborted from where it waits, its stack's objects are

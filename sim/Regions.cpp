@@ -8,6 +8,8 @@
 #include "ftsim/arch/Error.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 namespace ftsim::sim {
 
@@ -28,12 +30,15 @@ std::uint32_t Machine::Impl::readPreemptCount(int task) {
   std::uint8_t *&host = threadHost[task];
   if (!host)
     host = hostOf(data, state.tasks[task].info.threadArea);
-  return static_cast<std::uint32_t>(arch::loadInteger(arch.endian(), std::span(host, 4)));
+  std::uint32_t count;
+  std::memcpy(&count, host, sizeof count);
+  if ((endian == arch::Endian::Little) != (std::endian::native == std::endian::little))
+    count = __builtin_bswap32(count);
+  return count;
 }
 
 void Machine::Impl::writePreemptCount(int task, std::uint32_t count) {
-  arch::storeInteger(arch.endian(), count,
-                     std::span(hostOf(data, state.tasks[task].info.threadArea), 4));
+  arch::storeInteger(endian, count, std::span(hostOf(data, state.tasks[task].info.threadArea), 4));
 }
 
 void Machine::Impl::refreshRegions(unsigned cpu) {
@@ -45,6 +50,12 @@ void Machine::Impl::refreshRegions(unsigned cpu) {
   }
   cs.irqsOn = (readReg(cpu, abi.irqFlagsReg) & abi.irqEnableBit) != 0;
   cs.preemptCount = readPreemptCount(cs.current);
+}
+
+void Machine::Impl::refreshPreemptCount(unsigned cpu) {
+  CpuState &cs = state.cpus[cpu];
+  if (cs.current >= 0)
+    cs.preemptCount = readPreemptCount(cs.current);
 }
 
 void Machine::Impl::noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore,

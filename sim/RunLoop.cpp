@@ -31,24 +31,40 @@ bool Machine::Impl::patcherHoldsCpu(unsigned cpu) const {
 }
 
 std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
+  // Read once: the events written through `out` are bytes, which the compiler must assume alias
+  // every field read after them.
+  const unsigned cpuCount = config.cpus;
+  const bool preemption = config.preemption;
+  const bool timer = timerHandler != 0;
+  const bool stepsOnly = config.quantum == 1 && !splitsFetchAtLines; // every instruction a Step
+  const unsigned heldCpu = patcherHoldsCpu(config.patcherCpu) ? config.patcherCpu : cpuCount;
+  const CpuState *states = state.cpus.data();
   std::size_t n = 0;
-  for (unsigned c = 0; c < config.cpus; ++c) {
-    CpuState &cs = state.cpus[c];
-    auto cpu = static_cast<std::uint8_t>(c);
+  for (unsigned c = 0; c < cpuCount; ++c) {
+    const CpuState &cs = states[c];
+    const auto cpu = static_cast<std::uint8_t>(c);
+    const int current = cs.current;
     // An IPI waits while the CPU has interrupts off. A timer interrupt needs interrupts on: it
     // switches tasks when the task is preemptible (count 0, another runnable task); inside a
     // non-preemptible region it returns to the same task (the CPU stalls for the handler).
-    if (cs.ipiPending && !cs.halfFetched && cs.takesInterrupts())
-      out[n++] = {EventKind::Ipi, cpu};
-    if (cs.current < 0 || patcherHoldsCpu(c))
-      continue;
-    out[n++] = {stepKind(c), cpu};
-    if (config.preemption && !cs.halfFetched && cs.takesInterrupts() &&
-        (cs.preemptCount > 0 || cs.runnable > 1))
-      out[n++] = {EventKind::Preempt, cpu};
+    const bool interruptible = !cs.halfFetched && cs.takesInterrupts();
+    const bool ipi = cs.ipiPending && interruptible;
+    const bool runs = current >= 0 && c != heldCpu;
+    const bool interrupts = runs && preemption && interruptible;
+    const bool preempt = interrupts && (cs.preemptCount > 0 || cs.runnable > 1);
     // A timer interrupt that runs its handler's guest code, at any preempt count (no nesting).
-    if (config.preemption && timerHandler && !cs.halfFetched && cs.takesInterrupts() &&
-        !state.tasks[cs.current].inIrq)
+    const bool irq = interrupts && timer && !state.tasks[current].inIrq;
+    const EventKind step = !runs                          ? EventKind::Step
+                           : stepsOnly && !cs.halfFetched ? EventKind::Step
+                                                          : stepKind(c);
+    if (ipi)
+      out[n++] = {EventKind::Ipi, cpu};
+    if (!runs)
+      continue;
+    out[n++] = {step, cpu};
+    if (preempt)
+      out[n++] = {EventKind::Preempt, cpu};
+    if (irq)
       out[n++] = {EventKind::Irq, cpu};
   }
   if (patcher.state == PatcherState::Store)
@@ -59,10 +75,10 @@ std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
 }
 
 EventKind Machine::Impl::stepKind(unsigned cpu) {
-  CpuState &cs = state.cpus[cpu];
+  const CpuState &cs = state.cpus[cpu];
   if (cs.halfFetched)
     return EventKind::Step;
-  std::uint64_t pc = cs.pc;
+  const std::uint64_t pc = cs.pc;
   // An instruction that may straddle two lines of watched text is fetched in two events when the
   // fetch model reads lines at their own instants (a "may", decided without decoding: a spurious
   // split only adds a harmless event).
@@ -97,7 +113,7 @@ void Machine::Impl::setRecordBytes(EventRecord &rec, const std::uint8_t *bytes, 
   std::memcpy(rec.bytes, bytes, rec.byteCount);
 }
 
-void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
+bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
                             Scheduler &scheduler) {
   CpuRuntime &rt = cpus[cpu];
   CpuState &cs = state.cpus[cpu];
@@ -105,6 +121,13 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   const bool irqsBefore = cs.irqsOn;
   const std::uint32_t countBefore = cs.preemptCount;
   bool serialiseAfter = false;
+  // Whether the interrupt flag is read again after the event (Regions.cpp): after a step, only
+  // when the instruction stepped may change it (or traps or faults: decided below).
+  bool irqFlagMayChange = count > 1;
+  // A plain step (see below) begins on a CPU with nothing pending, at an instruction the machine
+  // does not watch, when every instruction is a Step.
+  bool plain =
+      count == 1 && config.quantum == 1 && !splitsFetchAtLines && !cs.halfFetched && !cs.pending();
   if (count == 1) {
     bool secondHalf = cs.halfFetched;
     cs.halfFetched = false;
@@ -112,14 +135,22 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
       prepareFetch(cpu, pc, secondHalf, scheduler);
     if (TextRegion *r = textAt(pc)) {
       std::uint8_t flags = r->flags.get()[pc - r->base];
+      plain = plain && !flags;
       if (flags & (kSiteByte | kFreedByte))
         checkWatchedFetch(cpu, rec, *r, pc, flags);
-      if (!cs.history.empty() || !cs.dirtyLines.empty() || flags) {
-        std::uint8_t window[16] = {};
-        std::size_t n = std::min<std::uint64_t>(sizeof window, r->base + r->size - pc);
-        std::memcpy(window, r->views[cpu].get() + (pc - r->base), n);
+      // The bytes this CPU fetches (its view, after the fetch model chose them).
+      std::uint8_t window[16] = {};
+      const std::uint8_t *at = r->views[cpu].get() + (pc - r->base);
+      if (const std::uint64_t left = r->base + r->size - pc; left >= sizeof window)
+        std::memcpy(window, at, sizeof window);
+      else
+        std::memcpy(window, at, left);
+      if (!cs.history.empty() || !cs.dirtyLines.empty() || flags)
         serialiseAfter = abi.serialising(window);
-      }
+      irqFlagMayChange = abi.irqFlagMayChange(window);
+    } else {
+      irqFlagMayChange = true;
+      plain = false;
     }
   }
   rt.intno = -1;
@@ -150,6 +181,8 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
     rec.dataSize = rt.dataSize;
     rec.dataWrite = rt.dataWrite;
   }
+  if (err != UC_ERR_OK || rt.intno >= 0 || after == pc)
+    irqFlagMayChange = true;
   if (err != UC_ERR_OK) {
     // A failed fetch faults at the address fetched (a jump or return into unmapped text), any
     // other fault at the instruction.
@@ -165,18 +198,26 @@ void Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   } else if (count > 1 && needsStep(cpu, after)) {
     rec.outcome = StepOutcome::WatchedStop;
   }
-  refreshRegions(cpu);
+  if (irqFlagMayChange)
+    refreshRegions(cpu);
+  else
+    refreshPreemptCount(cpu);
   noteRegionChange(cpu, rec, irqsBefore, countBefore);
+  // Plain: no trap or fault (no host handler ran, the task is the same), no watched data, nothing
+  // serialised or left pending, the interrupt flag and preempt count as they were.
+  return plain && !irqFlagMayChange && !rt.dataSeen && rec.outcome == StepOutcome::None &&
+         !rec.regionChange && !cs.pending();
 }
 
-void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler) {
+bool Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler) {
   const unsigned cpu = choice.cpu;
   EventRecord rec = beginRecord(choice.kind, cpu);
+  bool plain = false;
   switch (choice.kind) {
   case EventKind::Step:
   case EventKind::Run:
     eventCpu = static_cast<int>(cpu);
-    execute(cpu, rec, choice.kind == EventKind::Step ? 1 : config.quantum, scheduler);
+    plain = execute(cpu, rec, choice.kind == EventKind::Step ? 1 : config.quantum, scheduler);
     eventCpu = -1;
     break;
   case EventKind::FetchLine:
@@ -243,6 +284,7 @@ void Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
   appendRecord(rec);
   if (choice.kind == EventKind::Store || choice.kind == EventKind::Publish)
     resumePatcher();
+  return plain;
 }
 
 void Machine::Impl::logNote(EventKind kind, std::uint64_t addr, std::uint64_t size) {
@@ -261,10 +303,15 @@ void Machine::Impl::logNote(EventKind kind, std::uint64_t addr, std::uint64_t si
 
 RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
   RunResult result;
-  EventChoice enabled[8 * 4 + 1];
+  EventChoice enabled[kMaxEnabled];
+  std::size_t n = 0;
+  // Whether `enabled` still holds the enabled events: after a plain step, when the patcher did
+  // not run either, nothing they depend on changed (every instruction an event, the usual case).
+  bool still = false;
   resumeWaitingPatcher();
   while (result.events < maxEvents) {
-    std::size_t n = enabledEvents(enabled);
+    if (!still)
+      n = enabledEvents(enabled);
     if (n == 0) {
       if (patcher.alive) {
         EventRecord rec;
@@ -285,12 +332,17 @@ RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
       point.events = std::span<const EventChoice>(enabled, n);
       pick = decide(scheduler, point);
     }
-    executeEvent(enabled[pick], scheduler);
+    const bool plain = executeEvent(enabled[pick], scheduler);
     ++result.events;
-    resumeWaitingPatcher();
+    still = !resumeWaitingPatcher() && plain;
   }
   result.status = RunResult::Status::EventLimit;
   return result;
+}
+
+std::vector<EventChoice> Machine::enabledEvents() {
+  EventChoice out[Impl::kMaxEnabled];
+  return {out, out + impl_->enabledEvents(out)};
 }
 
 } // namespace ftsim::sim

@@ -24,8 +24,11 @@ std::uint32_t RoundRobinScheduler::decide(const Machine &machine, const Decision
   auto actorOf = [&](const EventChoice &e) -> unsigned {
     return e.kind == EventKind::Store || e.kind == EventKind::Publish ? actors - 1 : e.cpu;
   };
+  // The actor after the last one (the first of all before any), then each in turn.
+  unsigned actor = lastActor_ == ~0u ? actors - 1 : lastActor_ % actors;
   for (unsigned d = 1; d <= actors; ++d) {
-    unsigned actor = (lastActor_ + d) % actors;
+    if (++actor == actors)
+      actor = 0;
     int first = -1, preempt = -1;
     for (std::uint32_t i = 0; i < point.options; ++i) {
       // A timer interrupt that runs its handler is never a round-robin turn.

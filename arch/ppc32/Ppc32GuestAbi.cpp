@@ -14,6 +14,9 @@ bool serialising(const std::uint8_t *b) {
   return word == 0x4c00012c || word == 0x4c000064;
 }
 
+// Reading the MSR costs Unicorn nothing: it is read after every step.
+bool irqFlagMayChange(const std::uint8_t *) { return true; }
+
 std::uint64_t returnAddress(const GuestAbi &abi, GuestContext &ctx) { return ctx.reg(abi.linkReg); }
 
 } // namespace
@@ -37,6 +40,7 @@ const GuestAbi &ppc32GuestAbi() {
       returnAddress,
       UC_PPC_REG_MSR,
       0x8000, // MSR[EE]
+      irqFlagMayChange,
       UC_PPC_REG_2,
       {UC_PPC_REG_0,   UC_PPC_REG_1,  UC_PPC_REG_2,  UC_PPC_REG_3,  UC_PPC_REG_4,   UC_PPC_REG_5,
        UC_PPC_REG_6,   UC_PPC_REG_7,  UC_PPC_REG_8,  UC_PPC_REG_9,  UC_PPC_REG_10,  UC_PPC_REG_11,

@@ -17,6 +17,36 @@ bool serialising(const std::uint8_t *b) {
   return b[0] == 0x48 && b[1] == 0xcf; // iretq
 }
 
+bool irqFlagMayChange(const std::uint8_t *b) {
+  // Past the legacy prefixes and a REX prefix (an instruction is at most 15 bytes).
+  unsigned i = 0;
+  while (i < 13) {
+    const std::uint8_t p = b[i];
+    const bool legacy = p == 0xf0 || p == 0xf2 || p == 0xf3 || p == 0x2e || p == 0x36 ||
+                        p == 0x3e || p == 0x26 || p == 0x64 || p == 0x65 || p == 0x66 || p == 0x67;
+    if (!legacy && (p & 0xf0) != 0x40)
+      break;
+    ++i;
+  }
+  switch (b[i]) {
+  case 0xfa: // cli
+  case 0xfb: // sti
+  case 0x9d: // popf
+  case 0xcf: // iret
+  case 0xcc: // int3, int n, into, int1: through an interrupt gate
+  case 0xcd:
+  case 0xce:
+  case 0xf1:
+    return true;
+  case 0x0f:
+    // syscall (RFLAGS masked), sysret (RFLAGS from r11), sysenter, sysexit, rsm.
+    return b[i + 1] == 0x05 || b[i + 1] == 0x07 || b[i + 1] == 0x34 || b[i + 1] == 0x35 ||
+           b[i + 1] == 0xaa;
+  default:
+    return false;
+  }
+}
+
 std::uint64_t returnAddress(const GuestAbi &, GuestContext &ctx) {
   std::uint8_t b[8];
   std::uint64_t ret = 0;
@@ -45,6 +75,7 @@ const GuestAbi &x86_64GuestAbi() {
       returnAddress,
       UC_X86_REG_EFLAGS,
       0x200, // EFLAGS.IF
+      irqFlagMayChange,
       UC_X86_REG_GS_BASE,
       {UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX,    UC_X86_REG_RDX,     UC_X86_REG_RSI,
        UC_X86_REG_RDI, UC_X86_REG_RBP, UC_X86_REG_RSP,    UC_X86_REG_R8,      UC_X86_REG_R9,

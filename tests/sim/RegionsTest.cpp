@@ -151,6 +151,43 @@ TEST(Regions, NoTimerPreemptionWhilePreemptionOrInterruptsAreDisabled) {
   EXPECT_NE(m.logText().find("preempt_count=0 irqs=off"), std::string::npos);
 }
 
+// After a plain step (one instruction that trapped, faulted, serialised and changed no region
+// state) the run loop offers the events it offered before; every decision must offer exactly the
+// events computed afresh. A lone task per CPU (a timer interrupt is offered only inside its
+// non-preemptible region), IPIs from a patcher that syncs twice, random choices.
+TEST(Regions, EveryDecisionOffersTheEventsComputedAfresh) {
+  X86Regions code;
+  MachineConfig c;
+  c.cpus = 3;
+  for (std::uint32_t seed = 1; seed <= 6; ++seed) {
+    Machine m(x86(), c);
+    code.install(m);
+    m.addTask({"a", 0, X86Regions::kRegion, 0});
+    m.addTask({"b", 1, X86Regions::kRegion, 0});
+    m.addTask({"c", 2, X86Regions::kAtomicSchedule, 0});
+    m.startPatcher([](arch::MachinePort &port) {
+      port.syncCores();
+      port.syncCores();
+    });
+    std::uint32_t rng = seed;
+    unsigned decisions = 0, preemptOffers = 0;
+    FunctionScheduler sched([&](const Machine &, const DecisionPoint &p) -> std::uint32_t {
+      if (p.kind == DecisionKind::Event) {
+        ++decisions;
+        const std::vector<EventChoice> fresh = m.enabledEvents();
+        EXPECT_TRUE(std::equal(p.events.begin(), p.events.end(), fresh.begin(), fresh.end()))
+            << "seed " << seed << ", decision " << decisions;
+        preemptOffers += offers(p, EventKind::Preempt, 0) || offers(p, EventKind::Preempt, 1);
+      }
+      rng = rng * 1103515245u + 12345u;
+      return (rng >> 16) % p.options;
+    });
+    m.run(sched, 400);
+    EXPECT_GT(decisions, 20u) << m.logText();
+    EXPECT_GT(preemptOffers, 0u) << m.logText(); // inside a region: count 1
+  }
+}
+
 TEST(Regions, AnIpiWaitsUntilTheCpuTurnsInterruptsBackOn) {
   X86Regions code;
   MachineConfig c;

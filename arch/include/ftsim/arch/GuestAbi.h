@@ -39,6 +39,11 @@ struct GuestAbi {
   // `incl %gs:__preempt_count`), powerpc r2 (Linux's `current`; `lwz r9,0(r2)`).
   int irqFlagsReg;
   std::uint64_t irqEnableBit;
+  // Whether the instruction at `bytes` (at least maxInsnSize, from its start) may change that bit
+  // when it executes without trapping. The machine reads the flags register again only after such
+  // an instruction, a run, a trap or a fault: on x86 reading EFLAGS makes Unicorn compute its lazy
+  // condition codes, at every step otherwise. Answering true is always safe.
+  bool (*irqFlagMayChange)(const std::uint8_t *bytes);
   int threadReg;
   // The registers a task's state is made of (the machine's state hash reads these, not Unicorn's
   // context image, which also holds emulator bookkeeping): the general registers, pc, flags or

@@ -132,6 +132,10 @@ public:
   // --- Running
   // ------------------------------------------------------------------------------------
   RunResult run(Scheduler &scheduler, std::uint64_t maxEvents = UINT64_MAX);
+  // The events the next decision would offer, computed afresh (in the order DecisionPoint::events
+  // gives them). run() computes them after every event but a plain step, after which it offers
+  // the same events again.
+  std::vector<EventChoice> enabledEvents();
 
   // --- Observing
   // ----------------------------------------------------------------------------------
