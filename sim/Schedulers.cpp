@@ -6,6 +6,8 @@
 
 #include "ftsim/arch/Error.h"
 
+#include <array>
+
 namespace ftsim::sim {
 
 std::vector<std::uint32_t> choicesOf(std::span<const Decision> schedule) {
@@ -19,33 +21,37 @@ std::vector<std::uint32_t> choicesOf(std::span<const Decision> schedule) {
 std::uint32_t RoundRobinScheduler::decide(const Machine &machine, const DecisionPoint &point) {
   if (point.kind == DecisionKind::StaleByte)
     return newestStale_ ? point.options - 1 : 0;
-  // Actors: CPUs 0..n-1, then the patcher (n).
+  // Actors: CPUs 0..n-1, then the patcher (n). Each actor's first event and its timer interrupt,
+  // found in one pass (a timer interrupt that runs its handler is never a round-robin turn).
   const unsigned actors = machine.config().cpus + 1;
-  auto actorOf = [&](const EventChoice &e) -> unsigned {
-    return e.kind == EventKind::Store || e.kind == EventKind::Publish ? actors - 1 : e.cpu;
-  };
+  std::array<int, 9> first, preempt; // a machine has at most 8 CPUs
+  if (actors > first.size())
+    FTSIM_PANIC("round robin over {} actors", actors);
+  first.fill(-1);
+  preempt.fill(-1);
+  for (std::uint32_t i = 0; i < point.options; ++i) {
+    const EventChoice &e = point.events[i];
+    const unsigned actor =
+        e.kind == EventKind::Store || e.kind == EventKind::Publish ? actors - 1 : e.cpu;
+    if (e.kind == EventKind::Preempt)
+      preempt[actor] = static_cast<int>(i);
+    else if (e.kind != EventKind::Irq && first[actor] < 0)
+      first[actor] = static_cast<int>(i);
+  }
   // The actor after the last one (the first of all before any), then each in turn.
-  unsigned actor = lastActor_ == ~0u ? actors - 1 : lastActor_ % actors;
+  unsigned actor = lastActor_ < actors ? lastActor_
+                   : lastActor_ == ~0u ? actors - 1
+                                       : lastActor_ % actors;
   for (unsigned d = 1; d <= actors; ++d) {
     if (++actor == actors)
       actor = 0;
-    int first = -1, preempt = -1;
-    for (std::uint32_t i = 0; i < point.options; ++i) {
-      // A timer interrupt that runs its handler is never a round-robin turn.
-      if (actorOf(point.events[i]) != actor || point.events[i].kind == EventKind::Irq)
-        continue;
-      if (point.events[i].kind == EventKind::Preempt)
-        preempt = static_cast<int>(i);
-      else if (first < 0)
-        first = static_cast<int>(i);
-    }
-    if (first < 0 && preempt < 0)
+    if (first[actor] < 0 && preempt[actor] < 0)
       continue;
     lastActor_ = actor;
     ++turns_;
-    if (preempt >= 0 && (first < 0 || (preemptEvery_ && turns_ % preemptEvery_ == 0)))
-      return static_cast<std::uint32_t>(preempt);
-    return static_cast<std::uint32_t>(first);
+    if (preempt[actor] >= 0 && (first[actor] < 0 || (preemptEvery_ && turns_ % preemptEvery_ == 0)))
+      return static_cast<std::uint32_t>(preempt[actor]);
+    return static_cast<std::uint32_t>(first[actor]);
   }
   FTSIM_PANIC("round robin found no enabled event among {}", point.options);
 }

@@ -7,6 +7,7 @@
 // switching engines costs Unicorn itself), `vs_lean` and `vs_lean_rr` = the same two against
 // engines stepped as the machine steps its own (exits enabled, none set: Unicorn then ignores the
 // `until` address, and a step refills no TLB entry), `vs_counted` and `vs_free` (fast mode's).
+// Every-instruction mode's four yardsticks run the same tasks between the machine's runs.
 //
 // Guest: per CPU one task running `ecx = N; do { rax += rcx; } while (--ecx);` (3 instructions
 // per iteration) at the x86-64 kernel text address, returning into the exit hypercall.
@@ -118,8 +119,8 @@ private:
 // Raw Unicorn: one engine, the same code, run until the task returns into the exit stub: one
 // instruction per uc_emu_start reading rip between steps (what any stepping loop must do), one
 // uc_emu_start with the task's instruction count, or one with no count.
-double rawRate(Raw how, Stepping stepping = Stepping::Default) {
-  RawEngine e(stepping);
+double rawRate(Raw how) {
+  RawEngine e;
   std::uint64_t instructions = 0;
   const double start = threadSeconds();
   double elapsed = 0;
@@ -144,33 +145,53 @@ double rawRate(Raw how, Stepping stepping = Stepping::Default) {
   return static_cast<double>(instructions) / elapsed;
 }
 
-// Bare Unicorn single-stepping `engines` engines in turn, one instruction each (each its own copy
-// of the code and stack, as the machine's CPUs have): the cost of switching engines at every
-// instruction, which any machine with one engine per CPU pays, without the machine.
-double rawStepRoundRobinRate(unsigned engines, Stepping stepping = Stepping::Default) {
-  std::deque<RawEngine> es; // engines are neither copied nor moved
-  for (unsigned i = 0; i < engines; ++i)
-    es.emplace_back(stepping);
-  std::uint64_t instructions = 0;
-  const double start = threadSeconds();
-  double elapsed = 0;
-  while (elapsed < 0.5) {
-    for (RawEngine &e : es)
-      e.reset();
-    for (unsigned running = engines; running > 0;) {
-      running = 0;
-      for (RawEngine &e : es) {
-        if (e.rip == kHcExit)
-          continue;
-        e.step();
-        ++instructions;
-        ++running;
+// A yardstick for every-instruction mode: bare Unicorn single-stepping the same tasks, one engine
+// running them one after another or one engine per CPU in turn, one instruction each (each its
+// own copy of the code and stack, as the machine's CPUs have: `rr` measures what switching
+// engines at every instruction costs Unicorn itself). `runOnce` runs `tasks` tasks' worth and adds
+// its thread-CPU time: the benchmark runs it between the machine's runs, so both are measured
+// through the same drift of this machine's speed.
+class Yardstick {
+public:
+  Yardstick(unsigned engines, bool rr, Stepping stepping) : rr_(rr) {
+    for (unsigned i = 0; i < engines; ++i)
+      es_.emplace_back(stepping);
+  }
+  void runOnce(unsigned tasks) {
+    const double start = threadSeconds();
+    if (!rr_) {
+      RawEngine &e = es_.front();
+      for (unsigned t = 0; t < tasks; ++t) {
+        e.reset();
+        while (e.rip != kHcExit) {
+          e.step();
+          ++instructions_;
+        }
+      }
+    } else {
+      for (RawEngine &e : es_)
+        e.reset();
+      for (unsigned running = 1; running > 0;) {
+        running = 0;
+        for (RawEngine &e : es_) {
+          if (e.rip == kHcExit)
+            continue;
+          e.step();
+          ++instructions_;
+          ++running;
+        }
       }
     }
-    elapsed = threadSeconds() - start;
+    seconds_ += threadSeconds() - start;
   }
-  return static_cast<double>(instructions) / elapsed;
-}
+  double rate() const { return static_cast<double>(instructions_) / seconds_; }
+
+private:
+  bool rr_;
+  std::deque<RawEngine> es_; // engines are neither copied nor moved
+  std::uint64_t instructions_ = 0;
+  double seconds_ = 0;
+};
 
 double rawStepRate() {
   static const double rate = rawRate(Raw::Step);
@@ -275,6 +296,10 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false) {
   sim::Snapshot start = m.snapshot();
   std::uint64_t instructions = 0;
   double seconds = 0;
+  // Every-instruction mode's yardsticks run the same tasks after each of the machine's runs: this
+  // machine's speed drifts within seconds, and rates measured a minute apart are no yardstick.
+  Yardstick raw(1, false, Stepping::Default), rawRr(cpus, true, Stepping::Default);
+  Yardstick lean(1, false, Stepping::Lean), leanRr(cpus, true, Stepping::Lean);
   for (auto _ : state) {
     state.PauseTiming();
     m.restore(start);
@@ -286,6 +311,12 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false) {
     m.run(inOrder ? static_cast<sim::Scheduler &>(first) : rr);
     seconds += threadSeconds() - t0;
     instructions += kInstructionsPerTask * cpus;
+    if (quantum == 1) {
+      state.PauseTiming();
+      for (Yardstick *y : {&raw, &rawRr, &lean, &leanRr})
+        y->runOnce(cpus);
+      state.ResumeTiming();
+    }
   }
   for (unsigned t = 0; t < cpus; ++t)
     if (m.task(static_cast<int>(t)).state != sim::TaskState::Exited ||
@@ -295,24 +326,16 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false) {
     state.SkipWithError("instruction count differs from the guest's");
   const double rate = static_cast<double>(instructions) / seconds;
   state.counters["instr/s"] = rate;
-  // Every-instruction mode's yardsticks are measured again right after its run: this machine's
-  // speed drifts within a minute, and a rate measured at the start of the process is no yardstick
-  // for a run a minute later.
-  const double raw = quantum == 1 ? rawRate(Raw::Step) : rawStepRate();
-  state.counters["raw_instr/s"] = raw;
-  state.counters["vs_raw"] = rate / raw;
+  const double rawSteps = quantum == 1 ? raw.rate() : rawStepRate();
+  state.counters["raw_instr/s"] = rawSteps;
+  state.counters["vs_raw"] = rate / rawSteps;
   if (quantum == 1) {
-    // The same bare stepping over one engine per CPU, in turn.
-    const double rr = rawStepRoundRobinRate(cpus);
-    state.counters["raw_rr_instr/s"] = rr;
-    state.counters["vs_raw_rr"] = rate / rr;
-    // Both again with engines stepped as the machine steps its own.
-    const double lean = rawRate(Raw::Step, Stepping::Lean);
-    const double leanRr = rawStepRoundRobinRate(cpus, Stepping::Lean);
-    state.counters["lean_instr/s"] = lean;
-    state.counters["lean_rr_instr/s"] = leanRr;
-    state.counters["vs_lean"] = rate / lean;
-    state.counters["vs_lean_rr"] = rate / leanRr;
+    state.counters["raw_rr_instr/s"] = rawRr.rate();
+    state.counters["vs_raw_rr"] = rate / rawRr.rate();
+    state.counters["lean_instr/s"] = lean.rate();
+    state.counters["lean_rr_instr/s"] = leanRr.rate();
+    state.counters["vs_lean"] = rate / lean.rate();
+    state.counters["vs_lean_rr"] = rate / leanRr.rate();
   }
   if (quantum > 1) {
     state.counters["vs_counted"] = rate / rawCountedRate();
