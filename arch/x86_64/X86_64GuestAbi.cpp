@@ -4,6 +4,8 @@
 
 #include <unicorn/unicorn.h>
 
+#include <array>
+
 namespace ftsim::arch {
 namespace {
 
@@ -17,31 +19,35 @@ bool serialising(const std::uint8_t *b) {
   return b[0] == 0x48 && b[1] == 0xcf; // iretq
 }
 
+// What a first byte is to irqFlagMayChange: a prefix (legacy or REX), an instruction that may
+// change EFLAGS.IF (cli, sti, popf, iret; int3, int n, into, int1: through an interrupt gate), the
+// 0x0f escape, or none of these. A table: the machine asks at every step.
+enum ByteClass : std::uint8_t { kOther, kPrefix, kMayChange, kEscape };
+constexpr std::array<std::uint8_t, 256> kByteClass = [] {
+  std::array<std::uint8_t, 256> t{};
+  for (unsigned p : {0xf0, 0xf2, 0xf3, 0x2e, 0x36, 0x3e, 0x26, 0x64, 0x65, 0x66, 0x67})
+    t[p] = kPrefix;
+  for (unsigned rex = 0x40; rex <= 0x4f; ++rex)
+    t[rex] = kPrefix;
+  for (unsigned op : {0xfa, 0xfb, 0x9d, 0xcf, 0xcc, 0xcd, 0xce, 0xf1})
+    t[op] = kMayChange;
+  t[0x0f] = kEscape;
+  return t;
+}();
+
 bool irqFlagMayChange(const std::uint8_t *b) {
-  // Past the legacy prefixes and a REX prefix (an instruction is at most 15 bytes).
+  // Past the prefixes (an instruction is at most 15 bytes).
   unsigned i = 0;
-  while (i < 13) {
-    const std::uint8_t p = b[i];
-    const bool legacy = p == 0xf0 || p == 0xf2 || p == 0xf3 || p == 0x2e || p == 0x36 ||
-                        p == 0x3e || p == 0x26 || p == 0x64 || p == 0x65 || p == 0x66 || p == 0x67;
-    if (!legacy && (p & 0xf0) != 0x40)
-      break;
+  while (kByteClass[b[i]] == kPrefix && i < 13)
     ++i;
-  }
-  switch (b[i]) {
-  case 0xfa: // cli
-  case 0xfb: // sti
-  case 0x9d: // popf
-  case 0xcf: // iret
-  case 0xcc: // int3, int n, into, int1: through an interrupt gate
-  case 0xcd:
-  case 0xce:
-  case 0xf1:
+  switch (kByteClass[b[i]]) {
+  case kMayChange:
     return true;
-  case 0x0f:
+  case kEscape: {
     // syscall (RFLAGS masked), sysret (RFLAGS from r11), sysenter, sysexit, rsm.
-    return b[i + 1] == 0x05 || b[i + 1] == 0x07 || b[i + 1] == 0x34 || b[i + 1] == 0x35 ||
-           b[i + 1] == 0xaa;
+    const std::uint8_t op = b[i + 1];
+    return op == 0x05 || op == 0x07 || op == 0x34 || op == 0x35 || op == 0xaa;
+  }
   default:
     return false;
   }
