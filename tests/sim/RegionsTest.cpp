@@ -151,7 +151,7 @@ TEST(Regions, NoTimerPreemptionWhilePreemptionOrInterruptsAreDisabled) {
   EXPECT_NE(m.logText().find("preempt_count=0 irqs=off"), std::string::npos);
 }
 
-// After a plain step (one instruction that trapped, faulted, serialised and changed no region
+// After a plain step (one instruction that did not trap, fault or serialise and changed no region
 // state) the run loop offers the events it offered before; every decision must offer exactly the
 // events computed afresh. A lone task per CPU (a timer interrupt is offered only inside its
 // non-preemptible region), IPIs from a patcher that syncs twice, random choices.
