@@ -40,6 +40,7 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
   config.stackSize = roundUp(config.stackSize, kPage);
   maxInsn = arch.maxInsnSize();
   splitsFetchAtLines = config.fetchModel->splitsFetchAtLines();
+  stepsOnly = config.quantum == 1 && !splitsFetchAtLines;
   othersReach = config.fetchModel->storeReach();
   state.cpus.resize(config.cpus);
   cpus.resize(config.cpus);

@@ -228,6 +228,7 @@ struct Machine::Impl {
   std::size_t contextSize = 0;
   // The fetch model's answers, read once (stepKind asks at every step).
   bool splitsFetchAtLines = false;
+  bool stepsOnly = false; // quantum 1 and no split fetches: every instruction is a Step
   StoreReach othersReach = StoreReach::AtOnce;
 
   State state;

@@ -8,8 +8,6 @@
 #include "ftsim/arch/Error.h"
 
 #include <algorithm>
-#include <bit>
-#include <cstring>
 
 namespace ftsim::sim {
 
@@ -30,11 +28,7 @@ std::uint32_t Machine::Impl::readPreemptCount(int task) {
   std::uint8_t *&host = threadHost[task];
   if (!host)
     host = hostOf(data, state.tasks[task].info.threadArea);
-  std::uint32_t count;
-  std::memcpy(&count, host, sizeof count);
-  if ((endian == arch::Endian::Little) != (std::endian::native == std::endian::little))
-    count = __builtin_bswap32(count);
-  return count;
+  return static_cast<std::uint32_t>(arch::loadInteger(endian, std::span(host, 4)));
 }
 
 void Machine::Impl::writePreemptCount(int task, std::uint32_t count) {

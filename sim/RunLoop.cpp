@@ -36,7 +36,6 @@ std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
   const unsigned cpuCount = config.cpus;
   const bool preemption = config.preemption;
   const bool timer = timerHandler != 0;
-  const bool stepsOnly = config.quantum == 1 && !splitsFetchAtLines; // every instruction a Step
   const unsigned heldCpu = patcherHoldsCpu(config.patcherCpu) ? config.patcherCpu : cpuCount;
   const CpuState *states = state.cpus.data();
   std::size_t n = 0;
@@ -54,9 +53,7 @@ std::size_t Machine::Impl::enabledEvents(EventChoice *out) {
     const bool preempt = interrupts && (cs.preemptCount > 0 || cs.runnable > 1);
     // A timer interrupt that runs its handler's guest code, at any preempt count (no nesting).
     const bool irq = interrupts && timer && !state.tasks[current].inIrq;
-    const EventKind step = !runs                          ? EventKind::Step
-                           : stepsOnly && !cs.halfFetched ? EventKind::Step
-                                                          : stepKind(c);
+    const EventKind step = runs && !stepsOnly ? stepKind(c) : EventKind::Step;
     if (ipi)
       out[n++] = {EventKind::Ipi, cpu};
     if (!runs)
@@ -126,8 +123,7 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   bool irqFlagMayChange = count > 1;
   // A plain step (see below) begins on a CPU with nothing pending, at an instruction the machine
   // does not watch, when every instruction is a Step.
-  bool plain =
-      count == 1 && config.quantum == 1 && !splitsFetchAtLines && !cs.halfFetched && !cs.pending();
+  bool plain = count == 1 && stepsOnly && !cs.halfFetched && !cs.pending();
   if (count == 1) {
     bool secondHalf = cs.halfFetched;
     cs.halfFetched = false;

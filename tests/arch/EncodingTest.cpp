@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -95,4 +96,24 @@ TEST(Encoding, UnknownArchIsAFatalErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("'mips'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("x86_64"), std::string::npos);
   }
+}
+
+// loadInteger is one load and a byte swap: every size from 1 to 8 bytes, both byte orders, read
+// back what storeInteger wrote and what the bytes spell.
+TEST(ByteOrder, LoadIntegerReadsEverySizeInBothByteOrders) {
+  const std::uint8_t bytes[8] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
+  for (std::size_t n = 1; n <= 8; ++n) {
+    std::uint64_t little = 0, big = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      little |= std::uint64_t{bytes[i]} << (8 * i);
+      big = big << 8 | bytes[i];
+    }
+    const std::span<const std::uint8_t> in(bytes, n);
+    EXPECT_EQ(loadInteger(Endian::Little, in), little) << n;
+    EXPECT_EQ(loadInteger(Endian::Big, in), big) << n;
+    std::uint8_t out[8] = {};
+    storeInteger(Endian::Big, big, std::span(out, n));
+    EXPECT_TRUE(std::equal(out, out + n, bytes)) << n;
+  }
+  EXPECT_EQ(loadInteger(Endian::Big, {}), 0u);
 }

@@ -116,35 +116,6 @@ private:
   std::uint8_t *mem_ = nullptr, *stack_ = nullptr;
 };
 
-// Raw Unicorn: one engine, the same code, run until the task returns into the exit stub: one
-// instruction per uc_emu_start reading rip between steps (what any stepping loop must do), one
-// uc_emu_start with the task's instruction count, or one with no count.
-double rawRate(Raw how) {
-  RawEngine e;
-  std::uint64_t instructions = 0;
-  const double start = threadSeconds();
-  double elapsed = 0;
-  while (elapsed < 0.5) {
-    e.reset();
-    if (how == Raw::Step) {
-      while (e.rip != kHcExit) {
-        e.step();
-        ++instructions;
-      }
-    } else {
-      // Up to the exit stub's int3, which ends the run (no interrupt hook: an exception).
-      uc_emu_start(e.uc, e.rip, 0x8000000000000001ull, 0,
-                   how == Raw::Counted ? kInstructionsPerTask - 1 : 0);
-      uc_reg_read(e.uc, UC_X86_REG_RIP, &e.rip);
-      if (e.rip != kHcExit && e.rip != kHcExit + 1)
-        return 0; // the benchmarks report a zero rate: the run did not reach the exit stub
-      instructions += kInstructionsPerTask - 1;
-    }
-    elapsed = threadSeconds() - start;
-  }
-  return static_cast<double>(instructions) / elapsed;
-}
-
 // A yardstick for every-instruction mode: bare Unicorn single-stepping the same tasks, one engine
 // running them one after another or one engine per CPU in turn, one instruction each (each its
 // own copy of the code and stack, as the machine's CPUs have: `rr` measures what switching
@@ -185,6 +156,7 @@ public:
     seconds_ += threadSeconds() - start;
   }
   double rate() const { return static_cast<double>(instructions_) / seconds_; }
+  double seconds() const { return seconds_; }
 
 private:
   bool rr_;
@@ -192,6 +164,35 @@ private:
   std::uint64_t instructions_ = 0;
   double seconds_ = 0;
 };
+
+// Raw Unicorn: one engine, the same code, run until the task returns into the exit stub: half a
+// second of single-stepping (a Yardstick), or of one uc_emu_start per task with the task's
+// instruction count (Counted) or with no count (Free).
+double rawRate(Raw how) {
+  if (how == Raw::Step) {
+    Yardstick steps(1, false, Stepping::Default);
+    do
+      steps.runOnce(1);
+    while (steps.seconds() < 0.5);
+    return steps.rate();
+  }
+  RawEngine e;
+  std::uint64_t instructions = 0;
+  const double start = threadSeconds();
+  double elapsed = 0;
+  while (elapsed < 0.5) {
+    e.reset();
+    // Up to the exit stub's int3, which ends the run (no interrupt hook: an exception).
+    uc_emu_start(e.uc, e.rip, 0x8000000000000001ull, 0,
+                 how == Raw::Counted ? kInstructionsPerTask - 1 : 0);
+    uc_reg_read(e.uc, UC_X86_REG_RIP, &e.rip);
+    if (e.rip != kHcExit && e.rip != kHcExit + 1)
+      return 0; // the benchmarks report a zero rate: the run did not reach the exit stub
+    instructions += kInstructionsPerTask - 1;
+    elapsed = threadSeconds() - start;
+  }
+  return static_cast<double>(instructions) / elapsed;
+}
 
 double rawStepRate() {
   static const double rate = rawRate(Raw::Step);

@@ -9,7 +9,10 @@
 // the guest ABI (GuestAbi.h), the site-scenario emitter (SnippetEmitter.h), the live-patching
 // rule (LivePatchingRule.h) and the per-record ftrace arch code (SiteHooks.h). See arch/README.md.
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -24,12 +27,19 @@ using Bytes = std::vector<std::uint8_t>;
 enum class Endian { Little, Big };
 
 // An integer of bytes.size() bytes (at most 8) as an ISA stores it, in byte order `e`, and back.
+// One load and at most one byte swap, not a loop: the machine loads a preempt count at every event.
 inline std::uint64_t loadInteger(Endian e, std::span<const std::uint8_t> bytes) {
+  const std::size_t n = std::min<std::size_t>(bytes.size(), 8);
+  if (n == 0)
+    return 0;
   std::uint64_t v = 0;
-  const std::size_t n = bytes.size();
-  for (std::size_t i = 0; i < n; ++i)
-    v |= std::uint64_t{bytes[i]} << (8 * (e == Endian::Little ? i : n - 1 - i));
-  return v;
+  std::memcpy(&v, bytes.data(), n);
+  // On a little-endian host v now holds the little-endian value; on a big-endian one the
+  // big-endian value in its top n bytes.
+  constexpr bool hostLittle = std::endian::native == std::endian::little;
+  if ((e == Endian::Little) == hostLittle)
+    return hostLittle ? v : v >> (64 - 8 * n);
+  return hostLittle ? __builtin_bswap64(v) >> (64 - 8 * n) : __builtin_bswap64(v);
 }
 inline void storeInteger(Endian e, std::uint64_t v, std::span<std::uint8_t> bytes) {
   const std::size_t n = bytes.size();
