@@ -92,6 +92,7 @@ bool Machine::Impl::adoptEngines() {
       check(uc_hook_del(old.uc, h), "uc_hook_del");
     moveEngine(cpu, old);
     check(uc_context_restore(cpu.uc, cpu.pristine), "uc_context_restore");
+    cpu.traceFlagKnown = false;
     addEngineHooks(cpu);
   }
   adopted->engines.clear();

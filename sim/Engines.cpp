@@ -147,6 +147,7 @@ void Machine::Impl::openEngine(CpuRuntime &cpu) {
   check(uc_context_alloc(cpu.uc, &cpu.scratch), "uc_context_alloc");
   check(uc_context_alloc(cpu.uc, &cpu.pristine), "uc_context_alloc");
   check(uc_context_save(cpu.uc, cpu.pristine), "uc_context_save");
+  cpu.traceFlagKnown = false;
   for (TextRegion &r : text)
     check(uc_mem_map_ptr(cpu.uc, r.base, r.size, UC_PROT_READ | UC_PROT_EXEC,
                          r.views[cpu.index].get()),

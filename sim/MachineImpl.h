@@ -156,6 +156,10 @@ struct CpuRuntime {
   std::uint8_t dataSize = 0;
   bool dataWrite = false;
   std::uint64_t dataPc = 0; // the instruction that made the watched access
+  // The trace flag as the machine last set it in the engine (GuestAbi::traceFlagReg); not known
+  // after registers are loaded or the flags written.
+  bool traceFlag = false;
+  bool traceFlagKnown = false;
 };
 
 struct DataWatch {
@@ -285,7 +289,10 @@ struct Machine::Impl {
   void watchLines(std::uint64_t addr, std::uint64_t size);
 
   // Registers and tasks.
+  // Registers as the guest has them: the trace flag the machine steps with is never in them.
   std::uint64_t readReg(unsigned cpu, int id) const;
+  void setTraceFlag(unsigned cpu, bool on);
+  void hideTraceFlagPushed(unsigned cpu);
   void writeReg(unsigned cpu, int id, std::uint64_t value);
   void saveRegs(unsigned cpu, std::vector<std::uint8_t> &out);
   void loadRegs(unsigned cpu, const std::vector<std::uint8_t> &in);

@@ -124,6 +124,8 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   // A plain step (see below) begins on a CPU with nothing pending, at an instruction the machine
   // does not watch, when every instruction is a Step.
   bool plain = count == 1 && stepsOnly && !cs.halfFetched && !cs.pending();
+  // The bytes this CPU fetches at pc (its view, after the fetch model chose them), for a step.
+  std::uint8_t window[16] = {};
   if (count == 1) {
     bool secondHalf = cs.halfFetched;
     cs.halfFetched = false;
@@ -134,8 +136,6 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
       plain = plain && !flags;
       if (flags & (kSiteByte | kFreedByte))
         checkWatchedFetch(cpu, rec, *r, pc, flags);
-      // The bytes this CPU fetches (its view, after the fetch model chose them).
-      std::uint8_t window[16] = {};
       const std::uint8_t *at = r->views[cpu].get() + (pc - r->base);
       if (const std::uint64_t left = r->base + r->size - pc; left >= sizeof window)
         std::memcpy(window, at, sizeof window);
@@ -158,8 +158,16 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   const bool countedByUnicorn = config.quantum == 1;
   rt.budget = count;
   rt.clearLine = 1; // not a line: onCode looks again
+  // A step by the trace flag, a run without it (GuestAbi::traceFlagReg).
+  const bool traced = abi.traceFlagReg >= 0 && count == 1;
+  if (abi.traceFlagReg >= 0 && (!rt.traceFlagKnown || rt.traceFlag != traced))
+    setTraceFlag(cpu, traced);
   uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, countedByUnicorn ? count : 0);
   rt.freeRunning = false;
+  if (traced && rt.intno == abi.traceIntno && !abi.raisesTraceIntno(window))
+    rt.intno = -1; // the trace flag's trap after the instruction: the step's end, not the guest's
+  if (traced && err == UC_ERR_OK && rt.intno < 0 && abi.pushesFlags(window))
+    hideTraceFlagPushed(cpu);
   if (count > 1 && err == UC_ERR_OK && rt.intno < 0 && rt.dataSeen &&
       readReg(cpu, abi.pcReg) == rt.dataPc) {
     // A stop requested from the watched access's hook takes effect before that instruction
@@ -194,8 +202,10 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   } else if (count > 1 && needsStep(cpu, after)) {
     rec.outcome = StepOutcome::WatchedStop;
   }
-  if (irqFlagMayChange)
+  if (irqFlagMayChange) {
+    rt.traceFlagKnown = false; // the instruction may have written the flags (popf, iret)
     refreshRegions(cpu);
+  }
   else
     refreshPreemptCount(cpu);
   noteRegionChange(cpu, rec, irqsBefore, countBefore);

@@ -12,11 +12,32 @@ namespace ftsim::sim {
 std::uint64_t Machine::Impl::readReg(unsigned cpu, int id) const {
   std::uint64_t v = 0;
   check(uc_reg_read(cpus[cpu].uc, id, &v), "uc_reg_read");
-  return v;
+  return id == abi.traceFlagReg ? v & ~abi.traceFlagBit : v;
 }
 
 void Machine::Impl::writeReg(unsigned cpu, int id, std::uint64_t v) {
   check(uc_reg_write(cpus[cpu].uc, id, &v), "uc_reg_write");
+  if (id == abi.traceFlagReg)
+    cpus[cpu].traceFlagKnown = false;
+}
+
+void Machine::Impl::setTraceFlag(unsigned cpu, bool on) {
+  CpuRuntime &rt = cpus[cpu];
+  std::uint64_t v = 0;
+  check(uc_reg_read(rt.uc, abi.traceFlagReg, &v), "uc_reg_read");
+  v = on ? v | abi.traceFlagBit : v & ~abi.traceFlagBit;
+  check(uc_reg_write(rt.uc, abi.traceFlagReg, &v), "uc_reg_write");
+  rt.traceFlag = on;
+  rt.traceFlagKnown = true;
+}
+
+// A flags push stepped with the trace flag on: the word at the stack pointer holds the bit; the
+// guest never set it (GuestAbi::pushesFlags).
+void Machine::Impl::hideTraceFlagPushed(unsigned cpu) {
+  const std::uint64_t at = readReg(cpu, abi.spReg) + 1;
+  for (DataRegion &r : data)
+    if (at - r.base < r.size)
+      r.memory.get()[at - r.base] &= static_cast<std::uint8_t>(~(abi.traceFlagBit >> 8));
 }
 
 void Machine::Impl::saveRegs(unsigned cpu, std::vector<std::uint8_t> &out) {
@@ -29,6 +50,7 @@ void Machine::Impl::loadRegs(unsigned cpu, const std::vector<std::uint8_t> &in) 
   FTSIM_ASSERT(in.size() == contextSize);
   std::memcpy(cpus[cpu].scratch, in.data(), contextSize);
   check(uc_context_restore(cpus[cpu].uc, cpus[cpu].scratch), "uc_context_restore");
+  cpus[cpu].traceFlagKnown = false;
 }
 
 // The next runnable task of `cpu` after the current one in run-queue order, the current one if

@@ -49,6 +49,12 @@ const GuestAbi &ppc32GuestAbi() {
        UC_PPC_REG_24,  UC_PPC_REG_25, UC_PPC_REG_26, UC_PPC_REG_27, UC_PPC_REG_28,  UC_PPC_REG_29,
        UC_PPC_REG_30,  UC_PPC_REG_31, UC_PPC_REG_PC, UC_PPC_REG_LR, UC_PPC_REG_CTR, UC_PPC_REG_CR,
        UC_PPC_REG_XER, UC_PPC_REG_MSR},
+      // No trace-flag stepping: powerpc's is MSR[SE], not tried with Unicorn.
+      -1,
+      0,
+      0,
+      nullptr,
+      nullptr,
   };
   return abi;
 }

@@ -35,11 +35,16 @@ constexpr std::array<std::uint8_t, 256> kByteClass = [] {
   return t;
 }();
 
-bool irqFlagMayChange(const std::uint8_t *b) {
-  // Past the prefixes (an instruction is at most 15 bytes).
+// Where the opcode begins, past the prefixes (an instruction is at most 15 bytes).
+unsigned opcodeAt(const std::uint8_t *b) {
   unsigned i = 0;
   while (kByteClass[b[i]] == kPrefix && i < 13)
     ++i;
+  return i;
+}
+
+bool irqFlagMayChange(const std::uint8_t *b) {
+  const unsigned i = opcodeAt(b);
   switch (kByteClass[b[i]]) {
   case kMayChange:
     return true;
@@ -52,6 +57,15 @@ bool irqFlagMayChange(const std::uint8_t *b) {
     return false;
   }
 }
+
+// int1 (icebp) and int $1 raise the debug exception themselves, as EFLAGS.TF does after a step.
+bool raisesTraceIntno(const std::uint8_t *b) {
+  const unsigned i = opcodeAt(b);
+  return b[i] == 0xf1 || (b[i] == 0xcd && b[i + 1] == 0x01);
+}
+
+// pushf, pushfq (with an operand-size or REX prefix: 16 or 64 bits, EFLAGS.TF in the second byte).
+bool pushesFlags(const std::uint8_t *b) { return b[opcodeAt(b)] == 0x9c; }
 
 std::uint64_t returnAddress(const GuestAbi &, GuestContext &ctx) {
   std::uint8_t b[8];
@@ -87,6 +101,11 @@ const GuestAbi &x86_64GuestAbi() {
        UC_X86_REG_RDI, UC_X86_REG_RBP, UC_X86_REG_RSP,    UC_X86_REG_R8,      UC_X86_REG_R9,
        UC_X86_REG_R10, UC_X86_REG_R11, UC_X86_REG_R12,    UC_X86_REG_R13,     UC_X86_REG_R14,
        UC_X86_REG_R15, UC_X86_REG_RIP, UC_X86_REG_EFLAGS, UC_X86_REG_GS_BASE, UC_X86_REG_FS_BASE},
+      UC_X86_REG_EFLAGS,
+      0x100, // EFLAGS.TF
+      1,     // #DB
+      raisesTraceIntno,
+      pushesFlags,
   };
   return abi;
 }
