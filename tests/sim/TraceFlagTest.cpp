@@ -1,0 +1,103 @@
+// x86 steps by the trace flag (GuestAbi::traceFlagReg): the machine sets EFLAGS.TF for a step and
+// clears it for a run, so Unicorn translates one instruction per block for steps. The flag is the
+// machine's: the guest never sees it (pushf, the registers a harness reads), a step is still one
+// instruction when the guest rewrites the flags (popf), and a guest's own debug trap (icebp) is
+// still a finding.
+
+#include "ftsim/sim/Machine.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
+
+#include <gtest/gtest.h>
+#include <unicorn/unicorn.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+namespace ftsim::sim {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+constexpr std::uint64_t kText = 0xffffffff81000000ull;
+constexpr std::uint64_t kHcExit = kText + 0x0c;
+// flags(): pushfq; popfq; nop; nop; pushfq; pop %rax; ret — returns the flags it pushed.
+constexpr std::uint64_t kFlags = kText + 0x40;
+const Bytes kFlagsCode = {0x9c, 0x9d, 0x90, 0x90, 0x9c, 0x58, 0xc3};
+// debugTrap(): int $1; ret (Unicorn 2.0.1 does not decode icebp).
+constexpr std::uint64_t kDebugTrap = kText + 0x80;
+constexpr std::uint64_t kTf = 0x100, kIf = 0x200;
+
+std::unique_ptr<Machine> makeMachine(unsigned quantum, std::uint64_t entry) {
+  MachineConfig c;
+  c.cpus = 1;
+  c.quantum = quantum;
+  auto machine = std::make_unique<Machine>(arch::archByName("x86_64"), c);
+  Machine &m = *machine;
+  Bytes text(0x1000, 0xcc);
+  std::copy(kFlagsCode.begin(), kFlagsCode.end(), text.begin() + (kFlags - kText));
+  text[kDebugTrap - kText] = 0xcd;
+  text[kDebugTrap - kText + 1] = 0x01;
+  text[kDebugTrap - kText + 2] = 0xc3;
+  text[kHcExit - kText] = 0xcc;
+  text[kHcExit - kText + 1] = 0xc3;
+  m.mapText(kText, text);
+  m.bindHypercall(GuestHypercall::Exit, kHcExit);
+  m.addTask({"task", 0, entry, 0});
+  return machine;
+}
+
+// Every instruction a step (quantum 1) and one run (quantum 1000): the guest pushes the same
+// flags, without the trace flag, and the machine's reads never show it.
+TEST(TraceFlag, StepsAndRunsShowTheGuestTheSameFlags) {
+  std::vector<std::uint64_t> results;
+  for (unsigned quantum : {1u, 1000u}) {
+    auto machine = makeMachine(quantum, kFlags);
+    Machine &m = *machine;
+    RoundRobinScheduler rr;
+    ASSERT_EQ(m.run(rr).status, RunResult::Status::Completed) << m.logText();
+    EXPECT_TRUE(m.findings().empty()) << m.logText();
+    EXPECT_EQ(m.reg(0, UC_X86_REG_EFLAGS) & kTf, 0u);
+    const std::uint64_t flags = m.task(0).result;
+    EXPECT_EQ(flags & kTf, 0u) << std::hex << flags;
+    EXPECT_EQ(flags & kIf, kIf) << std::hex << flags;
+    results.push_back(flags);
+  }
+  EXPECT_EQ(results[0], results[1]);
+}
+
+// popfq restores flags pushed during a step (the trace flag cleared in the word): the next steps
+// are still one instruction each, at the addresses in order.
+TEST(TraceFlag, AStepIsOneInstructionAfterThePopOfTheFlags) {
+  auto machine = makeMachine(1, kFlags);
+  Machine &m = *machine;
+  RoundRobinScheduler rr;
+  ASSERT_EQ(m.run(rr).status, RunResult::Status::Completed) << m.logText();
+  std::vector<std::uint64_t> pcs;
+  for (const EventRecord &e : m.events())
+    if (e.kind == EventKind::Step && e.pc >= kFlags && e.pc < kFlags + kFlagsCode.size())
+      pcs.push_back(e.pc - kFlags);
+  EXPECT_EQ(pcs, (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6}));
+  for (const EventRecord &e : m.events()) {
+    if (e.kind == EventKind::Step && e.pc >= kFlags && e.pc < kFlags + kFlagsCode.size() - 1) {
+      EXPECT_EQ(e.pcAfter, e.pc + 1) << formatEvent(e);
+    }
+  }
+}
+
+// The guest's own debug trap is reported whether it is stepped (the trace flag on) or run.
+TEST(TraceFlag, TheGuestsOwnDebugTrapIsStillAFinding) {
+  for (unsigned quantum : {1u, 1000u}) {
+    auto machine = makeMachine(quantum, kDebugTrap);
+    Machine &m = *machine;
+    RoundRobinScheduler rr;
+    m.run(rr);
+    ASSERT_EQ(m.findings().size(), 1u) << "quantum " << quantum << "\n" << m.logText();
+    EXPECT_EQ(m.findings()[0].kind, FindingKind::GuestFault);
+    EXPECT_NE(m.findings()[0].message.find("unexpected interrupt 1"), std::string::npos)
+        << m.findings()[0].message;
+  }
+}
+
+} // namespace
+} // namespace ftsim::sim
