@@ -205,9 +205,9 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   if (irqFlagMayChange) {
     rt.traceFlagKnown = false; // the instruction may have written the flags (popf, iret)
     refreshRegions(cpu);
-  }
-  else
+  } else {
     refreshPreemptCount(cpu);
+  }
   noteRegionChange(cpu, rec, irqsBefore, countBefore);
   // Plain: no trap or fault (no host handler ran, the task is the same), no watched data, nothing
   // serialised or left pending, the interrupt flag and preempt count as they were.
