@@ -159,8 +159,8 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   rt.budget = count;
   rt.clearLine = 1; // not a line: onCode looks again
   // A step by the trace flag, a run without it (GuestAbi::traceFlagReg).
-  const bool traced = abi.traceFlagReg >= 0 && count == 1;
-  if (abi.traceFlagReg >= 0 && (!rt.traceFlagKnown || rt.traceFlag != traced))
+  const bool traced = traceSteps && count == 1;
+  if (traceSteps && (!rt.traceFlagKnown || rt.traceFlag != traced))
     setTraceFlag(cpu, traced);
   uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, countedByUnicorn ? count : 0);
   rt.freeRunning = false;
