@@ -41,7 +41,7 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
   maxInsn = arch.maxInsnSize();
   splitsFetchAtLines = config.fetchModel->splitsFetchAtLines();
   stepsOnly = config.quantum == 1 && !splitsFetchAtLines;
-  traceSteps = abi.traceFlagReg >= 0 && config.quantum > 1;
+  traceSteps = abi.traceFlagReg >= 0 && config.quantum > 1 && config.traceFlagSteps;
   othersReach = config.fetchModel->storeReach();
   state.cpus.resize(config.cpus);
   cpus.resize(config.cpus);

@@ -233,9 +233,8 @@ struct Machine::Impl {
   // The fetch model's answers, read once (stepKind asks at every step).
   bool splitsFetchAtLines = false;
   bool stepsOnly = false; // quantum 1 and no split fetches: every instruction is a Step
-  // Fast mode steps by the trace flag (GuestAbi::traceFlagReg), where steps are few and near
-  // rewritten code, so a step's translation of one instruction is what counts. Not when every
-  // instruction is a step: translations are then reused from step to step, and the trace flag's
+  // Fast mode steps by the trace flag (GuestAbi::traceFlagReg; MachineConfig::traceFlagSteps).
+  // Not when every instruction is a step: translations are then reused from step to step, and the
   // trap after each costs more than Unicorn's count (sim/README.md, "Steps by the trace flag").
   bool traceSteps = false;
   StoreReach othersReach = StoreReach::AtOnce;

@@ -176,6 +176,12 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
     err = uc_emu_start(rt.uc, rt.dataPc, abi.unreachable, 0, 0);
   }
   const std::uint64_t after = readReg(cpu, abi.pcReg);
+  if (count == 1 && (err == UC_ERR_FETCH_UNMAPPED || err == UC_ERR_FETCH_PROT) && after != pc &&
+      rt.memFaultAddr == after && rt.intno < 0)
+    // A jump, call or return into text that cannot be fetched: Unicorn fetched the target before
+    // the count could stop it. The instruction completed; the fault is the next step's, at that
+    // address (as on hardware, and as a step by the trace flag, which ends before the fetch).
+    err = UC_ERR_OK;
   rec.pcAfter = after;
   cs.pc = after;
   if (count == 1)

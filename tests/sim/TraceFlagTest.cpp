@@ -29,15 +29,20 @@ constexpr std::uint64_t kFlags = kText + 0x40;
 const Bytes kFlagsCode = {0x9c, 0x9d, 0x90, 0x90, 0x9c, 0x58, 0xc3};
 // debugTrap(): int $1; ret (Unicorn 2.0.1 does not decode icebp).
 constexpr std::uint64_t kDebugTrap = kText + 0x80;
+// callOut(): call kOutside, past the end of the text.
+constexpr std::uint64_t kCallOut = kText + 0xc0;
+constexpr std::uint64_t kOutside = kText + 0x10000;
 constexpr std::uint64_t kTf = 0x100, kIf = 0x200;
 
-enum class Way { EveryInstruction, WatchedSteps, Runs };
-constexpr Way kWays[] = {Way::EveryInstruction, Way::WatchedSteps, Way::Runs};
+enum class Way { EveryInstruction, WatchedSteps, WatchedCountedSteps, Runs };
+constexpr Way kWays[] = {Way::EveryInstruction, Way::WatchedSteps, Way::WatchedCountedSteps,
+                         Way::Runs};
 
 std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry) {
   MachineConfig c;
   c.cpus = 2; // two CPUs, so that the scheduler is asked
   c.quantum = way == Way::EveryInstruction ? 1 : 1000;
+  c.traceFlagSteps = way == Way::WatchedSteps;
   auto machine = std::make_unique<Machine>(arch::archByName("x86_64"), c);
   Machine &m = *machine;
   Bytes text(0x1000, 0xcc);
@@ -45,11 +50,16 @@ std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry) {
   text[kDebugTrap - kText] = 0xcd;
   text[kDebugTrap - kText + 1] = 0x01;
   text[kDebugTrap - kText + 2] = 0xc3;
+  const auto rel = static_cast<std::uint32_t>(kOutside - (kCallOut + 5));
+  const Bytes call = {0xe8, static_cast<std::uint8_t>(rel), static_cast<std::uint8_t>(rel >> 8),
+                      static_cast<std::uint8_t>(rel >> 16), static_cast<std::uint8_t>(rel >> 24)};
+  std::copy(call.begin(), call.end(), text.begin() + (kCallOut - kText));
   text[kHcExit - kText] = 0xcc;
   text[kHcExit - kText + 1] = 0xc3;
   m.mapText(kText, text);
   m.bindHypercall(GuestHypercall::Exit, kHcExit);
-  if (way == Way::WatchedSteps) // a one-byte site in the code's line (never fetched)
+  if (way == Way::WatchedSteps || way == Way::WatchedCountedSteps) // a one-byte site in the
+                                                                   // code's line (never fetched)
     m.watchSite(entry + 0x20, 1, {{0xcc}});
   m.addTask({"task0", 0, entry, 0});
   m.addTask({"task1", 1, entry, 0});
@@ -116,6 +126,31 @@ TEST(TraceFlag, TheGuestsOwnDebugTrapIsStillAFinding) {
     EXPECT_EQ(m.findings()[0].kind, FindingKind::GuestFault);
     EXPECT_NE(m.findings()[0].message.find("unexpected interrupt 1"), std::string::npos)
         << m.findings()[0].message;
+  }
+}
+
+// A call into text that cannot be fetched completes; the fetch fault is at its target, and when
+// stepped it is the next step's, whether the step ends by the trace flag or by the count.
+TEST(TraceFlag, ACallOutOfTextCompletesAndTheNextFetchFaults) {
+  for (Way way : kWays) {
+    auto machine = makeMachine(way, kCallOut);
+    Machine &m = *machine;
+    RoundRobinScheduler rr;
+    m.run(rr);
+    ASSERT_FALSE(m.findings().empty()) << static_cast<int>(way) << "\n" << m.logText();
+    const Finding &f = m.findings()[0];
+    EXPECT_EQ(f.kind, FindingKind::GuestFault);
+    EXPECT_EQ(f.cpu, 0u);
+    EXPECT_EQ(f.pc, kOutside) << std::hex << f.pc << "\n" << m.logText();
+    if (way == Way::Runs)
+      continue;
+    const auto events = m.events();
+    const auto call = std::find_if(events.begin(), events.end(), [](const EventRecord &e) {
+      return e.cpu == 0 && e.kind == EventKind::Step && e.pc == kCallOut;
+    });
+    ASSERT_NE(call, events.end()) << m.logText();
+    EXPECT_EQ(call->pcAfter, kOutside) << formatEvent(*call);
+    EXPECT_GT(f.event, call->index) << m.logText();
   }
 }
 

@@ -76,6 +76,7 @@ sim::MachineConfig machineConfigFor(const Scenario &scenario) {
   // Fast mode: instructions outside watched text commute with every store and publication, so
   // running them as one event loses no behaviour and removes most decisions.
   c.quantum = 4096;
+  c.traceFlagSteps = true; // each step follows a rewrite of the site's bytes (MachineConfig.h)
   return c;
 }
 
