@@ -390,6 +390,12 @@ std::optional<CheckReport> mpiCheck(Harness &harness, const ExploreOptions &opti
   const int ranks = environmentInt("OMPI_COMM_WORLD_SIZE");
   if (rank >= ranks)
     fatal("under mpirun: rank {} of {} ranks", rank, ranks);
+  // Open MPI's point-to-point layer: ob1 unless the user chose one (`--mca pml …` reaches the
+  // ranks as this variable). The ranks exchange a few short messages per piece, which ob1 carries
+  // well (shared memory on one machine, TCP between machines); Debian's Open MPI tries UCX first,
+  // which cost two ranks about 0.2 s more to start on the development machine, where it then fell
+  // back to ob1 (verify/README.md, "Split trees"). Set before any thread starts, as setenv must be.
+  setenv("OMPI_MCA_pml", "ob1", 0);
   std::optional<CheckReport> report;
   bool initialised = false;
   try {
