@@ -66,6 +66,14 @@ std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry) {
   return machine;
 }
 
+// The machine, run round robin to its end.
+std::unique_ptr<Machine> runRoundRobin(Way way, std::uint64_t entry) {
+  auto machine = makeMachine(way, entry);
+  RoundRobinScheduler rr;
+  machine->run(rr);
+  return machine;
+}
+
 // The guest pushes the same flags every way, without the trace flag, and the machine's reads
 // never show it.
 TEST(TraceFlag, StepsAndRunsShowTheGuestTheSameFlags) {
@@ -118,10 +126,8 @@ TEST(TraceFlag, AStepIsOneInstructionAfterThePopOfTheFlags) {
 // The guest's own debug trap is reported every way.
 TEST(TraceFlag, TheGuestsOwnDebugTrapIsStillAFinding) {
   for (Way way : kWays) {
-    auto machine = makeMachine(way, kDebugTrap);
+    auto machine = runRoundRobin(way, kDebugTrap);
     Machine &m = *machine;
-    RoundRobinScheduler rr;
-    m.run(rr);
     ASSERT_GE(m.findings().size(), 1u) << static_cast<int>(way) << "\n" << m.logText();
     EXPECT_EQ(m.findings()[0].kind, FindingKind::GuestFault);
     EXPECT_NE(m.findings()[0].message.find("unexpected interrupt 1"), std::string::npos)
@@ -133,10 +139,8 @@ TEST(TraceFlag, TheGuestsOwnDebugTrapIsStillAFinding) {
 // stepped it is the next step's, whether the step ends by the trace flag or by the count.
 TEST(TraceFlag, ACallOutOfTextCompletesAndTheNextFetchFaults) {
   for (Way way : kWays) {
-    auto machine = makeMachine(way, kCallOut);
+    auto machine = runRoundRobin(way, kCallOut);
     Machine &m = *machine;
-    RoundRobinScheduler rr;
-    m.run(rr);
     ASSERT_FALSE(m.findings().empty()) << static_cast<int>(way) << "\n" << m.logText();
     const Finding &f = m.findings()[0];
     EXPECT_EQ(f.kind, FindingKind::GuestFault);
