@@ -202,12 +202,12 @@ std::string reproMarkdown(const std::vector<PublishedScenario> &all,
       std::string firsts[3] = {"-", "-", "-"};
       for (std::size_t k = 0; k < o.firsts.size() && k < 3; ++k)
         firsts[k] = firstText(o.firsts[k]);
-      out += fmt::format(
-          "| [{}]({}.md) | `{}` | {} | {} | {} | {}{} | {} | {} | {} | {} |\n", all[i].name,
-          all[i].name, o.scenario.name, scenarioLinuxLabel(o.scenario),
-          o.scenario.fidelity.empty() ? "not stated" : o.scenario.fidelity,
-          publishedOutcome(o.scenario), reproducedOutcome(o), o.matches ? "" : " (DIFFERS)",
-          cexLength(o), firsts[0], firsts[1], firsts[2]);
+      out +=
+          fmt::format("| [{}]({}.md) | `{}` | {} | {} | {} | {}{} | {} | {} | {} | {} |\n",
+                      all[i].name, all[i].name, o.scenario.name, scenarioLinuxLabel(o.scenario),
+                      o.scenario.fidelity.empty() ? "not stated" : o.scenario.fidelity,
+                      publishedOutcome(o.scenario), reproducedOutcome(o),
+                      o.matches ? "" : " (DIFFERS)", cexLength(o), firsts[0], firsts[1], firsts[2]);
     }
   return out;
 }

@@ -39,7 +39,7 @@ struct CheckRequest {
   std::optional<std::uint64_t> runs, seed, maxExecutions;
   std::optional<unsigned> depth;
   bool naive = false;
-  bool noStateHashing = false; // exhaustive on the engine-level kinds: no state hashing
+  bool noStateHashing = false;             // exhaustive on the engine-level kinds: no state hashing
   std::optional<std::string> continuation; // exhaustive on the engine-level kinds: the base
   // Exhaustive: worker threads (default: the machine's cores) and the split of the tree
   // (Subtrees.h; default kDefaultSubtrees for site scenarios, 0 for kernel and trampoline ones;
