@@ -49,7 +49,9 @@ const GuestAbi &ppc32GuestAbi() {
        UC_PPC_REG_24,  UC_PPC_REG_25, UC_PPC_REG_26, UC_PPC_REG_27, UC_PPC_REG_28,  UC_PPC_REG_29,
        UC_PPC_REG_30,  UC_PPC_REG_31, UC_PPC_REG_PC, UC_PPC_REG_LR, UC_PPC_REG_CTR, UC_PPC_REG_CR,
        UC_PPC_REG_XER, UC_PPC_REG_MSR},
-      // No trace-flag stepping: powerpc's is MSR[SE], not tried with Unicorn.
+      // No trace-flag stepping. With MSR[SE] set, Unicorn 2.0.1 raises its trace interrupt (68)
+      // after one instruction but leaves the pc one instruction further on (tried in bare
+      // Unicorn: after `li r3,1` at 0x10000, pc 0x10008), so powerpc steps keep the count.
       -1,
       0,
       0,
