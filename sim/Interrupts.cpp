@@ -33,17 +33,14 @@ bool Machine::Impl::enterInterrupt(unsigned cpu, EventRecord &rec) {
   const std::uint64_t value = abi.linkReg < 0 ? irqReturnStub : interrupted;
   std::uint8_t bytes[8] = {};
   arch::storeInteger(arch.endian(), value, std::span(bytes, word));
-  DataRegion *stack = nullptr;
-  for (DataRegion &r : data)
-    if (sp - r.base < r.size && r.size - (sp - r.base) >= 2 * word)
-      stack = &r;
+  std::uint8_t *stack = dataHost(sp, 2 * word);
   if (!stack) {
     guestFault(cpu, rec, cs.pc, "interrupt entry: the task's stack overflows");
     return false;
   }
   saveRegs(cpu, t.irqRegs);
   t.inIrq = true;
-  std::memcpy(stack->memory.get() + (sp - stack->base), bytes, word);
+  std::memcpy(stack, bytes, word);
   writeReg(cpu, abi.spReg, sp);
   if (abi.linkReg >= 0)
     writeReg(cpu, abi.linkReg, irqReturnStub);

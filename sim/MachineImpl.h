@@ -286,6 +286,9 @@ struct Machine::Impl {
                      std::uint64_t minSize);
   void addDataRegion(std::uint64_t addr, std::uint64_t size, std::span<const std::uint8_t> init);
   TextRegion *textAt(std::uint64_t addr);
+  // The host bytes of guest data [addr, addr+size) when one data region holds them all, else null.
+  std::uint8_t *dataHost(std::uint64_t addr, std::uint64_t size);
+  std::uint8_t *threadAreaHost(int task); // its preempt count's 4 bytes
   const TextRegion *textAt(std::uint64_t addr) const;
   TextRegion *textRange(std::uint64_t addr, std::uint64_t size);
   bool lineWatchedAt(std::uint64_t addr);
@@ -295,6 +298,9 @@ struct Machine::Impl {
   // Registers and tasks.
   // Registers as the guest has them: the trace flag the machine steps with is never in them.
   std::uint64_t readReg(unsigned cpu, int id) const;
+  std::uint64_t guestValue(int id, std::uint64_t v) const {
+    return id == abi.traceFlagReg ? v & ~abi.traceFlagBit : v;
+  }
   void setTraceFlag(unsigned cpu, bool on);
   void hideTraceFlagPushed(unsigned cpu);
   void writeReg(unsigned cpu, int id, std::uint64_t value);

@@ -128,6 +128,13 @@ void Machine::Impl::addDataRegion(std::uint64_t addr, std::uint64_t size,
   data.push_back(std::move(r));
 }
 
+std::uint8_t *Machine::Impl::dataHost(std::uint64_t addr, std::uint64_t size) {
+  for (DataRegion &r : data)
+    if (addr - r.base < r.size && r.size - (addr - r.base) >= size)
+      return r.memory.get() + (addr - r.base);
+  return nullptr;
+}
+
 TextRegion *Machine::Impl::textAt(std::uint64_t addr) {
   if (lastText && lastText->contains(addr))
     return lastText;

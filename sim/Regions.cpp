@@ -11,28 +11,24 @@
 
 namespace ftsim::sim {
 
-namespace {
-
-std::uint8_t *hostOf(std::vector<DataRegion> &data, std::uint64_t addr) {
-  for (DataRegion &r : data)
-    if (addr - r.base < r.size && r.size - (addr - r.base) >= 4)
-      return r.memory.get() + (addr - r.base);
+std::uint8_t *Machine::Impl::threadAreaHost(int task) {
+  const std::uint64_t addr = state.tasks[task].info.threadArea;
+  if (std::uint8_t *host = dataHost(addr, 4))
+    return host;
   FTSIM_PANIC("thread area {:#x} is not mapped", addr);
 }
-
-} // namespace
 
 std::uint32_t Machine::Impl::readPreemptCount(int task) {
   if (threadHost.size() <= static_cast<std::size_t>(task))
     threadHost.resize(task + 1, nullptr);
   std::uint8_t *&host = threadHost[task];
   if (!host)
-    host = hostOf(data, state.tasks[task].info.threadArea);
+    host = threadAreaHost(task);
   return static_cast<std::uint32_t>(arch::loadInteger(endian, std::span(host, 4)));
 }
 
 void Machine::Impl::writePreemptCount(int task, std::uint32_t count) {
-  arch::storeInteger(endian, count, std::span(hostOf(data, state.tasks[task].info.threadArea), 4));
+  arch::storeInteger(endian, count, std::span(threadAreaHost(task), 4));
 }
 
 void Machine::Impl::refreshRegions(unsigned cpu) {

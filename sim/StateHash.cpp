@@ -101,7 +101,7 @@ std::uint64_t Machine::stateHash() const {
       for (int reg : m.abi.stateRegs) {
         std::uint64_t value = 0;
         uc_context_reg_read(scratch, reg, &value);
-        h.word(reg == m.abi.traceFlagReg ? value & ~m.abi.traceFlagBit : value);
+        h.word(m.guestValue(reg, value));
       }
     };
     bool running = false;

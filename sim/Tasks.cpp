@@ -5,6 +5,7 @@
 
 #include "ftsim/arch/Error.h"
 
+#include <bit>
 #include <cstring>
 
 namespace ftsim::sim {
@@ -12,7 +13,7 @@ namespace ftsim::sim {
 std::uint64_t Machine::Impl::readReg(unsigned cpu, int id) const {
   std::uint64_t v = 0;
   check(uc_reg_read(cpus[cpu].uc, id, &v), "uc_reg_read");
-  return id == abi.traceFlagReg ? v & ~abi.traceFlagBit : v;
+  return guestValue(id, v);
 }
 
 void Machine::Impl::writeReg(unsigned cpu, int id, std::uint64_t v) {
@@ -32,12 +33,13 @@ void Machine::Impl::setTraceFlag(unsigned cpu, bool on) {
 }
 
 // A flags push stepped with the trace flag on: the word at the stack pointer holds the bit; the
-// guest never set it (GuestAbi::pushesFlags).
+// guest never set it (GuestAbi::pushesFlags). Little-endian (x86): bit b of the flags is bit b % 8
+// of the word's byte b / 8, whatever the width pushed.
 void Machine::Impl::hideTraceFlagPushed(unsigned cpu) {
-  const std::uint64_t at = readReg(cpu, abi.spReg) + 1;
-  for (DataRegion &r : data)
-    if (at - r.base < r.size)
-      r.memory.get()[at - r.base] &= static_cast<std::uint8_t>(~(abi.traceFlagBit >> 8));
+  FTSIM_ASSERT(endian == arch::Endian::Little);
+  const int bit = std::countr_zero(abi.traceFlagBit);
+  if (std::uint8_t *byte = dataHost(readReg(cpu, abi.spReg) + bit / 8, 1))
+    *byte &= static_cast<std::uint8_t>(~(1u << (bit % 8)));
 }
 
 void Machine::Impl::saveRegs(unsigned cpu, std::vector<std::uint8_t> &out) {

@@ -232,12 +232,11 @@ bool CpuGuestContext::readMemory(std::uint64_t addr, std::span<std::uint8_t> out
 }
 
 bool CpuGuestContext::writeMemory(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
-  for (const DataRegion &r : m_.data)
-    if (addr - r.base < r.size && addr + bytes.size() - r.base <= r.size) {
-      std::memcpy(r.memory.get() + (addr - r.base), bytes.data(), bytes.size());
-      return true;
-    }
-  return false; // unmapped, or text (handlers never write text)
+  std::uint8_t *host = m_.dataHost(addr, bytes.size());
+  if (!host)
+    return false; // unmapped, or text (handlers never write text)
+  std::memcpy(host, bytes.data(), bytes.size());
+  return true;
 }
 
 } // namespace ftsim::sim

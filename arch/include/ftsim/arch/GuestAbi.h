@@ -55,10 +55,10 @@ struct GuestAbi {
   // the blocks of the instructions over them are translated again, not every block that runs into
   // them. The bit is the machine's, never the guest's: the machine sets it for fast-mode steps
   // (where the harness asks), clears it for runs and hides it from every register it reads;
-  // `raisesTraceIntno` tells a guest instruction that raises that interrupt itself (x86 icebp, int
-  // $1), and after a step of an instruction for which `pushesFlags` holds (x86 pushf) the machine
-  // clears the bit in the word pushed, at the stack pointer (`traceFlagBit` >> 8 in its second
-  // byte, as on x86).
+  // `raisesTraceIntno` tells a guest instruction that raises that interrupt itself (x86 `int $1`,
+  // icebp), and after a step of an instruction for which `pushesFlags` holds (x86 pushf) the
+  // machine clears the bit in the word pushed, at the stack pointer (a little-endian ISA's: the
+  // bit's byte is the same whatever the width pushed).
   int traceFlagReg;
   std::uint64_t traceFlagBit;
   std::uint32_t traceIntno;
