@@ -6,13 +6,13 @@
 // tramp-free-rcu-tasks: the Machine constructor 33%, of which Unicorn zeroing a fresh 2 MiB huge
 // page for its code buffer 12%; uc_close 9%), and every execution translated all its code anew
 // (tb_gen_code 25%). A machine now leaves its engines to the next machine its thread makes with
-// the same architecture, CPU count and way of counting (stepping only, or fast mode: Engines.cpp),
-// together with the host buffers they map. That machine takes a mapping over when it maps a
-// region of the same address, size and kind (the buffer is rewritten with the new bytes;
-// translations go only where bytes differ, as in a snapshot restore), unmaps the rest before it
-// first runs, loads the registers an engine had when it was opened and re-adds its hooks.
-// Nothing a run can observe depends on where its engines came from: every corpus scenario gives
-// the same report and replay file either way.
+// the same architecture, CPU count and engine hooks (EngineHooks: Unicorn's count, a hook before
+// every instruction, or one before every block), together with the host buffers they map. That
+// machine takes a mapping over when it maps a region of the same address, size and kind (the buffer
+// is rewritten with the new bytes; translations go only where bytes differ, as in a snapshot
+// restore), unmaps the rest before it first runs, loads the registers an engine had when it was
+// opened and re-adds its hooks. Nothing a run can observe depends on where its engines came from:
+// every corpus scenario gives the same report and replay file either way.
 
 #include "MachineImpl.h"
 
@@ -58,6 +58,8 @@ void moveEngine(CpuRuntime &to, CpuRuntime &from) {
   to.uc = std::exchange(from.uc, nullptr);
   to.scratch = std::exchange(from.scratch, nullptr);
   to.pristine = std::exchange(from.pristine, nullptr);
+  to.blockHook = std::exchange(from.blockHook, 0);
+  to.blockHookCpu = std::move(from.blockHookCpu);
 }
 
 // Per thread: every engine is used only by the thread that opened it.
@@ -75,8 +77,7 @@ bool Machine::Impl::adoptEngines() {
   std::optional<SpareEngines> &spare = pool.spare;
   if (!spare)
     return false;
-  if (spare->arch != &arch || spare->cpus != config.cpus ||
-      spare->stepping != (config.quantum == 1)) {
+  if (spare->arch != &arch || spare->cpus != config.cpus || spare->hooks != engineHooks) {
     spare->close();
     spare.reset();
     return false;
@@ -165,7 +166,7 @@ void Machine::Impl::releaseEngines() {
   SpareEngines spare;
   spare.arch = &arch;
   spare.cpus = config.cpus;
-  spare.stepping = config.quantum == 1;
+  spare.hooks = engineHooks;
   spare.machines = machinesOnEngines + 1;
   spare.restores = restoresSinceRenewal;
   for (CpuRuntime &cpu : cpus) {

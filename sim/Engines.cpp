@@ -104,7 +104,9 @@ void Machine::Impl::hookData(CpuRuntime &cpu, const DataWatch &w) {
   cpu.hooks.push_back(h);
 }
 
-// The hooks every engine has (traps, faults; onCode in fast mode) and the watched data ranges.
+// The hooks every engine has (traps, faults), the hook that ends its starts (EngineHooks: none
+// when Unicorn counts, onCode before every instruction, onBlock before every block) and the
+// watched data ranges.
 void Machine::Impl::addEngineHooks(CpuRuntime &cpu) {
   uc_hook h;
   check(uc_hook_add(cpu.uc, &h, UC_HOOK_INTR, reinterpret_cast<void *>(&onInterrupt), &cpu, 1, 0),
@@ -114,7 +116,10 @@ void Machine::Impl::addEngineHooks(CpuRuntime &cpu) {
                     &cpu, 1, 0),
         "uc_hook_add(MEM_INVALID)");
   cpu.hooks.push_back(h);
-  if (config.quantum > 1) {
+  switch (engineHooks) {
+  case EngineHooks::Count:
+    break;
+  case EngineHooks::Instructions:
     check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onCode), &cpu, 1, 0),
           "uc_hook_add(CODE)");
     cpu.hooks.push_back(h);
@@ -127,6 +132,18 @@ void Machine::Impl::addEngineHooks(CpuRuntime &cpu) {
     check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onNoCode), &cpu, 0, 0),
           "uc_hook_add(CODE)");
     cpu.hooks.push_back(h);
+    break;
+  case EngineHooks::Blocks:
+    // One block hook, alone of its kind: Unicorn 2.0.1 then calls it directly from translated
+    // code (two of them made a 3-instruction loop six times slower, through its generic helper).
+    if (!cpu.blockHookCpu)
+      cpu.blockHookCpu = std::make_unique<CpuRuntime *>();
+    *cpu.blockHookCpu = &cpu;
+    if (!cpu.blockHook)
+      check(uc_hook_add(cpu.uc, &cpu.blockHook, UC_HOOK_BLOCK, reinterpret_cast<void *>(&onBlock),
+                        cpu.blockHookCpu.get(), 1, 0),
+            "uc_hook_add(BLOCK)");
+    break;
   }
   for (const DataWatch &w : dataWatches)
     hookData(cpu, w);
@@ -169,17 +186,25 @@ void closeUnicorn(CpuRuntime &cpu) {
   cpu.scratch = nullptr;
   cpu.uc = nullptr;
   cpu.hooks.clear();
+  cpu.blockHook = 0;
+  cpu.blockHookCpu.reset();
 }
 
-// Between executions only (restore): each CPU's registers move from the old engine to the new.
-void Machine::Impl::renewEngines() {
+// Each CPU's registers move from the old engine to a new one.
+void Machine::Impl::reopenEngines() {
   std::vector<std::uint8_t> regs;
   for (CpuRuntime &cpu : cpus) {
     saveRegs(cpu.index, regs);
     closeUnicorn(cpu);
+    cpu.blockCounts = {};
     openEngine(cpu);
     loadRegs(cpu.index, regs);
   }
+}
+
+// Between executions only (restore).
+void Machine::Impl::renewEngines() {
+  reopenEngines();
   restoresSinceRenewal = 0;
   machinesOnEngines = 0;
   ++engineRenewals;
@@ -191,6 +216,14 @@ void Machine::watchData(std::uint64_t addr, std::uint32_t size) {
   if (size == 0)
     fatal("watchData: empty range at {:#x}", addr);
   impl_->dataWatches.push_back({addr, size});
+  if (impl_->engineHooks == EngineHooks::Blocks) {
+    // A run must stop right after a watched access, and a stop asked by the memory hook inside a
+    // block leaves the pc at the block's entry (BlockRuns.cpp): a hook before every instruction.
+    impl_->dropUnadopted(); // the adopted mappings go with the old engines
+    impl_->engineHooks = EngineHooks::Instructions;
+    impl_->reopenEngines(); // with the new hooks and every watched range
+    return;
+  }
   for (CpuRuntime &cpu : impl_->cpus)
     impl_->hookData(cpu, impl_->dataWatches.back());
 }

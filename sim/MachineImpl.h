@@ -10,6 +10,7 @@
 
 #include <unicorn/unicorn.h>
 
+#include <array>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -136,6 +137,18 @@ struct State {
   std::uint64_t moduleNext = 0;
 };
 
+// How a CPU's engine ends its starts (Engines.cpp): by Unicorn's count (every instruction a step),
+// by a code hook called before every instruction (fast mode), or by a hook called before every
+// translated block, steps ending by the trace flag (fast mode on x86: BlockRuns.cpp).
+enum class EngineHooks : std::uint8_t { Count, Instructions, Blocks };
+
+// A translated block's instruction count as last decoded (BlockRuns.cpp); addr 1: none.
+struct BlockCount {
+  std::uint64_t addr = 1;
+  std::uint32_t size = 0;
+  std::uint32_t instructions = 0;
+};
+
 // Per-CPU runtime: the engine and what its hooks report during one uc_emu_start.
 struct CpuRuntime {
   Machine::Impl *machine = nullptr;
@@ -143,9 +156,14 @@ struct CpuRuntime {
   uc_engine *uc = nullptr;
   uc_context *scratch = nullptr;
   uc_context *pristine = nullptr; // the registers of the engine as opened (EnginePool.cpp)
-  std::vector<uc_hook> hooks;     // every hook added to the engine
-  std::uint64_t budget = 0;       // instructions this uc_emu_start may still run (onCode)
-  std::uint64_t clearLine = 1;    // a line no instruction of which needs a step (onCode); 1: none
+  std::vector<uc_hook> hooks;     // every hook added to the engine but the block hook
+  // The block hook (EngineHooks::Blocks) and the CPU it reports to. It stays with the engine when a
+  // machine adopts it (EnginePool.cpp), and only the CPU changes: Unicorn 2.0.1 calls a lone block
+  // hook directly from the blocks it translated, and those translations are kept.
+  uc_hook blockHook = 0;
+  std::unique_ptr<CpuRuntime *> blockHookCpu;
+  std::uint64_t budget = 0;    // instructions this uc_emu_start may still run (onCode)
+  std::uint64_t clearLine = 1; // a line no instruction of which needs a step (onCode); 1: none
   bool freeRunning = false;
   std::int64_t intno = -1;
   bool memFault = false;
@@ -160,12 +178,24 @@ struct CpuRuntime {
   // after registers are loaded or the flags written.
   bool traceFlag = false;
   bool traceFlagKnown = false;
+  // Runs by blocks (BlockRuns.cpp). A step's block entered (a second one is past the step); the
+  // run stopped before a block it could not enter whole, and that block; the last block the hook
+  // judged in this start (addr 1: none) and its verdict; the instruction counts of blocks.
+  bool stepStarted = false;
+  bool blockStop = false;
+  std::uint64_t blockStart = 0, blockEnd = 0;
+  BlockCount lastBlock;
+  bool lastBlockClean = false;
+  std::array<BlockCount, 256> blockCounts{};
 };
 
 struct DataWatch {
   std::uint64_t addr = 0;
   std::uint32_t size = 0;
 };
+
+// The block hook of EngineHooks::Blocks engines (BlockRuns.cpp).
+void onBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size, void *user);
 
 // Closes `cpu`'s engine and frees its contexts (Engines.cpp).
 void closeUnicorn(CpuRuntime &cpu);
@@ -175,8 +205,8 @@ void closeUnicorn(CpuRuntime &cpu);
 struct SpareEngines {
   const arch::Arch *arch = nullptr;
   unsigned cpus = 0;
-  bool stepping = false; // quantum 1: the engines count with Unicorn's count (Engines.cpp)
-  std::vector<CpuRuntime> engines; // uc, scratch, pristine; hooks still to delete
+  EngineHooks hooks = EngineHooks::Count; // a machine adopts engines translated with its hooks
+  std::vector<CpuRuntime> engines;        // uc, scratch, pristine; hooks still to delete
   struct Text {
     std::uint64_t base = 0, size = 0;
     std::vector<HostBuffer> views; // one per CPU, mapped into that CPU's engine
@@ -237,6 +267,7 @@ struct Machine::Impl {
   // Not when every instruction is a step: translations are then reused from step to step, and the
   // trap after each costs more than Unicorn's count (sim/README.md, "Steps by the trace flag").
   bool traceSteps = false;
+  EngineHooks engineHooks = EngineHooks::Count;
   StoreReach othersReach = StoreReach::AtOnce;
 
   State state;
@@ -266,6 +297,7 @@ struct Machine::Impl {
   void openEngine(CpuRuntime &cpu);
   void addEngineHooks(CpuRuntime &cpu);
   void renewEngines();
+  void reopenEngines(); // registers kept, translations and hooks anew
   void hookData(CpuRuntime &cpu, const DataWatch &w);
   // The engine pool (EnginePool.cpp): the engines a destroyed machine left on this thread, taken
   // over at construction; their mappings taken over region by region; the rest unmapped before
@@ -322,6 +354,9 @@ struct Machine::Impl {
   void returnFromInterrupt(unsigned cpu, EventRecord &rec, std::uint64_t trapAddr);
 
   // Instruction views and the fetch model.
+  // Unicorn's translations of [lo, hi) in `cpu`'s engine, and the blocks counted there, after its
+  // view changed.
+  void removeTranslations(unsigned cpu, std::uint64_t lo, std::uint64_t hi);
   bool rewriteView(unsigned cpu, TextRegion &r, std::uint64_t addr, const std::uint8_t *bytes,
                    std::size_t n);
   void storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,
@@ -356,6 +391,13 @@ struct Machine::Impl {
   // Both return whether the event was a plain step (RunLoop.cpp): one instruction that changed no
   // state the enabled events depend on, so that they are the same after it.
   bool execute(unsigned cpu, EventRecord &rec, std::uint64_t count, Scheduler &scheduler);
+  // One instruction by the trace flag; `window`: the bytes at pc (GuestAbi's predicates).
+  uc_err traceStep(unsigned cpu, std::uint64_t pc, const std::uint8_t *window);
+  // Runs by blocks (BlockRuns.cpp): up to `count` instructions from pc, stopping before watched
+  // text; whether a block's instructions may run unwatched; a block's instruction count.
+  uc_err runByBlocks(unsigned cpu, std::uint64_t pc, std::uint64_t count);
+  bool blockClean(std::uint64_t addr, std::uint32_t size);
+  std::uint32_t blockInstructions(unsigned cpu, std::uint64_t addr, std::uint32_t size);
   void applyStore();
   bool executeEvent(const EventChoice &choice, Scheduler &scheduler);
   // An Alloc/Free note: the patcher's when it runs, else that of the CPU whose event (a host

@@ -206,7 +206,7 @@ bool Machine::Impl::rewriteView(unsigned cpu, TextRegion &r, std::uint64_t addr,
   while (view[last - 1] == bytes[last - 1])
     --last;
   std::memcpy(view + first, bytes + first, last - first);
-  uc_ctl_remove_cache(cpus[cpu].uc, addr + first, addr + last);
+  removeTranslations(cpu, addr + first, addr + last);
   return true;
 }
 
@@ -218,7 +218,7 @@ void Machine::Impl::serialise(unsigned cpu) {
   std::uint64_t runStart = 0, runEnd = 0;
   auto flush = [&] {
     if (runEnd > runStart)
-      uc_ctl_remove_cache(cpus[cpu].uc, runStart, runEnd);
+      removeTranslations(cpu, runStart, runEnd);
   };
   const unsigned granule = arch.insnAlignment();
   for (const auto &[addr, values] : cs.history) {
@@ -282,7 +282,7 @@ void Machine::Impl::chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &
     }
   }
   if (hi > lo)
-    uc_ctl_remove_cache(cpus[cpu].uc, lo, hi);
+    removeTranslations(cpu, lo, hi);
 }
 
 // Everything a CPU must do to its view before fetching at `pc` (the second half of a split fetch

@@ -153,21 +153,22 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   rt.memFault = false;
   rt.memFaultAddr = 0;
   rt.dataSeen = false;
-  rt.freeRunning = count > 1;
-  // Counted by onCode in fast mode, by Unicorn when the machine only steps (Engines.cpp).
-  const bool countedByUnicorn = config.quantum == 1;
   rt.budget = count;
   rt.clearLine = 1; // not a line: onCode looks again
-  // A step by the trace flag, a run without it (GuestAbi::traceFlagReg).
-  const bool traced = traceSteps && count == 1;
-  if (traceSteps && (!rt.traceFlagKnown || rt.traceFlag != traced))
-    setTraceFlag(cpu, traced);
-  uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, countedByUnicorn ? count : 0);
-  rt.freeRunning = false;
-  if (traced && rt.intno == abi.traceIntno && !abi.raisesTraceIntno(window))
-    rt.intno = -1; // the trace flag's trap after the instruction: the step's end, not the guest's
-  if (traced && err == UC_ERR_OK && rt.intno < 0 && abi.pushesFlags(window))
-    hideTraceFlagPushed(cpu);
+  uc_err err = UC_ERR_OK;
+  if (traceSteps && count == 1) {
+    err = traceStep(cpu, pc, window); // GuestAbi::traceFlagReg
+  } else if (engineHooks == EngineHooks::Blocks) {
+    err = runByBlocks(cpu, pc, count); // BlockRuns.cpp
+  } else {
+    if (traceSteps && (!rt.traceFlagKnown || rt.traceFlag))
+      setTraceFlag(cpu, false);
+    // Counted by onCode in fast mode, by Unicorn when the machine only steps (Engines.cpp).
+    rt.freeRunning = count > 1;
+    err =
+        uc_emu_start(rt.uc, pc, abi.unreachable, 0, engineHooks == EngineHooks::Count ? count : 0);
+    rt.freeRunning = false;
+  }
   if (count > 1 && err == UC_ERR_OK && rt.intno < 0 && rt.dataSeen &&
       readReg(cpu, abi.pcReg) == rt.dataPc) {
     // A stop requested from the watched access's hook takes effect before that instruction

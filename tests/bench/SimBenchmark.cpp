@@ -1,12 +1,15 @@
-// ftsim_bench_sim: aggregate guest instructions per second of the simulator, next to three runs of
+// ftsim_bench_sim: aggregate guest instructions per second of the simulator, next to four runs of
 // the same guest code by bare Unicorn measured in the same process: single-stepping
 // (uc_emu_start count=1 in a loop), one counted run (count = the task's instructions: Unicorn's
-// per-instruction count hook) and one free run (count 0, stopped by the exit stub's int3). The
+// per-instruction count hook), one free run (count 0, stopped by the exit stub's int3) and one
+// free run with one empty block hook (the least a run that can stop by itself costs). The
 // ratios: `vs_raw` = simulator rate / single-step rate (instruction granularity's yardstick),
 // `vs_raw_rr` = the same against bare single-stepping of one engine per CPU in turn (what
 // switching engines costs Unicorn itself), `vs_lean` and `vs_lean_rr` = the same two against
 // engines stepped as the machine steps its own (exits enabled, none set: Unicorn then ignores the
-// `until` address, and a step refills no TLB entry), `vs_counted` and `vs_free` (fast mode's).
+// `until` address, and a step refills no TLB entry), `vs_counted`, `vs_free` and `vs_block_hooked`
+// (fast mode's: BM_SimFastMode runs by a hook before every instruction, BM_SimFastModeByBlocks by
+// one before every block, sim/BlockRuns.cpp).
 // Every-instruction mode's four yardsticks run the same tasks between the machine's runs.
 //
 // Guest: per CPU one task running `ecx = N; do { rax += rcx; } while (--ecx);` (3 instructions
@@ -68,7 +71,7 @@ std::vector<std::uint8_t> guestText() {
   return text;
 }
 
-enum class Raw { Step, Counted, Free };
+enum class Raw { Step, Counted, Free, BlockHooked };
 
 // One bare Unicorn engine opened as the machine opens its engines, with its own copy of the guest
 // text and a stack; `reset` puts the task at the loop with the exit stub as its return address.
@@ -165,9 +168,12 @@ private:
   double seconds_ = 0;
 };
 
+void noBlock(uc_engine *, std::uint64_t, std::uint32_t, void *) {}
+
 // Raw Unicorn: one engine, the same code, run until the task returns into the exit stub: half a
 // second of single-stepping (a Yardstick), or of one uc_emu_start per task with the task's
-// instruction count (Counted) or with no count (Free).
+// instruction count (Counted), with no count (Free), or with no count and one empty block hook
+// (BlockHooked).
 double rawRate(Raw how) {
   if (how == Raw::Step) {
     Yardstick steps(1, false, Stepping::Default);
@@ -177,6 +183,9 @@ double rawRate(Raw how) {
     return steps.rate();
   }
   RawEngine e;
+  uc_hook hook;
+  if (how == Raw::BlockHooked) // one empty block hook: what fast mode's runs by blocks cannot avoid
+    uc_hook_add(e.uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void *>(&noBlock), nullptr, 1, 0);
   std::uint64_t instructions = 0;
   const double start = threadSeconds();
   double elapsed = 0;
@@ -206,13 +215,18 @@ double rawFreeRate() {
   static const double rate = rawRate(Raw::Free);
   return rate;
 }
+double rawBlockHookedRate() {
+  static const double rate = rawRate(Raw::BlockHooked);
+  return rate;
+}
 
 void BM_RawUnicorn(benchmark::State &state, Raw how) {
   double rate = 0;
   for (auto _ : state)
     rate = how == Raw::Step      ? rawStepRate()
            : how == Raw::Counted ? rawCountedRate()
-                                 : rawFreeRate();
+           : how == Raw::Free    ? rawFreeRate()
+                                 : rawBlockHookedRate();
   if (rate == 0)
     state.SkipWithError("the raw run did not reach the exit stub");
   state.counters["instr/s"] = rate;
@@ -224,6 +238,9 @@ BENCHMARK_CAPTURE(BM_RawUnicorn, counted_run, Raw::Counted)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RawUnicorn, free_run, Raw::Free)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RawUnicorn, block_hooked_run, Raw::BlockHooked)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // What instrumentation costs Unicorn's translation. An exhaustive search mostly steps code whose
 // translations the machine has just removed (a patch store, a stale byte, a restore), so most of
@@ -284,11 +301,13 @@ BENCHMARK_CAPTURE(BM_Retranslation, code_hook, Instrumented::CodeHook)->MinTime(
 // answers 0 (the first enabled event) instead, so one CPU runs to its end before the next: as
 // many events, decisions and log records as round robin, but no switch of Unicorn engine between
 // events.
-void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false) {
+void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false,
+            bool byBlocks = false) {
   const auto cpus = static_cast<unsigned>(state.range(0));
   sim::MachineConfig config;
   config.cpus = cpus;
   config.quantum = quantum;
+  config.traceFlagSteps = byBlocks;
   sim::Machine m(arch::archByName("x86_64"), config);
   m.mapText(kText, guestText());
   m.bindHypercall(sim::GuestHypercall::Exit, kHcExit);
@@ -341,16 +360,19 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false) {
   if (quantum > 1) {
     state.counters["vs_counted"] = rate / rawCountedRate();
     state.counters["vs_free"] = rate / rawFreeRate();
+    state.counters["vs_block_hooked"] = rate / rawBlockHookedRate();
   }
 }
 
 void BM_SimInstructionGranular(benchmark::State &state) { runSim(state, 1); }
 void BM_SimInstructionGranularInOrder(benchmark::State &state) { runSim(state, 1, true); }
 void BM_SimFastMode(benchmark::State &state) { runSim(state, 10000); }
+void BM_SimFastModeByBlocks(benchmark::State &state) { runSim(state, 10000, false, true); }
 
 BENCHMARK(BM_SimInstructionGranular)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimInstructionGranularInOrder)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimFastMode)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimFastModeByBlocks)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

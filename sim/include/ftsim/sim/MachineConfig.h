@@ -19,9 +19,9 @@ struct MachineConfig {
   // stopping before watched text (patch sites, text the patcher wrote, trampoline memory).
   unsigned quantum = 1;
   // Fast mode on x86: steps by the trace flag, one instruction per translated block (sim/README.md,
-  // "Steps by the trace flag"). It pays where each step follows a rewrite of the code it runs (the
-  // site harness), and costs where steps mostly reuse their translations (engine-level harnesses).
-  // No effect on what a run does.
+  // "Steps by the trace flag"), and runs by blocks, with a hook before each translated block
+  // instead of one before each instruction ("Runs by blocks"; not once the machine watches data).
+  // Events, registers and findings are the same either way; only the speed differs.
   bool traceFlagSteps = false;
   // Trampoline memory for allocText and task stacks; 0 picks the ISA's default (x86-64:
   // MODULES_VADDR 0xffffffffa0000000, stacks at 0xffffffffc0000000; ppc32: 0xb0000000, stacks at

@@ -1,0 +1,130 @@
+// Runs by blocks: fast mode on an ISA whose steps end by a trace flag (x86's EFLAGS.TF) runs a
+// CPU's unwatched code with one hook called before each translated block instead of one called
+// before each instruction (sim/README.md, "Runs by blocks").
+//
+// The hook enters a block only when none of its instructions needs a step (neither its line nor
+// the line of its last possible byte is watched: Machine::Impl::needsStep) and all of them fit
+// the run's budget. Otherwise it stops the run before the block, where Unicorn 2.0.1 leaves the
+// CPU's state exact (registers, flags and pc as at the block's entry), and the run goes on through
+// that block one instruction at a time, each a step by the trace flag: to the watched instruction,
+// which ends the run as before, or out of the block, where it runs by blocks again. A run
+// therefore ends where a hook before every instruction would end it: before the first instruction
+// that needs a step, or after exactly its budget of instructions.
+//
+// Only a machine without watched data runs by blocks: a stop asked by a memory hook inside a
+// block takes effect after that access with the pc left at the block's entry (tried in bare
+// Unicorn 2.0.1), and only a hook before every instruction keeps the pc there exact
+// (Machine::watchData switches the engines).
+
+#include "MachineImpl.h"
+
+#include <cstring>
+
+namespace ftsim::sim {
+
+void onBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size, void *user) {
+  CpuRuntime *cpu = *static_cast<CpuRuntime **>(user);
+  if (!cpu->freeRunning) {
+    // A step by the trace flag runs one block of one instruction: a second block is past it (an
+    // instruction that cleared the flag ran without its trap).
+    if (cpu->stepStarted)
+      uc_emu_stop(uc);
+    cpu->stepStarted = true;
+    return;
+  }
+  BlockCount &last = cpu->lastBlock;
+  if (address != last.addr || size != last.size) {
+    last.addr = address;
+    last.size = size;
+    cpu->lastBlockClean = cpu->machine->blockClean(address, size);
+    last.instructions =
+        cpu->lastBlockClean ? cpu->machine->blockInstructions(cpu->index, address, size) : 0;
+  }
+  if (!cpu->lastBlockClean || last.instructions > cpu->budget) {
+    cpu->blockStop = true;
+    cpu->blockStart = address;
+    cpu->blockEnd = address + size;
+    uc_emu_stop(uc);
+    return;
+  }
+  cpu->budget -= last.instructions;
+}
+
+bool Machine::Impl::blockClean(std::uint64_t addr, std::uint32_t size) {
+  // The instructions start in [addr, addr + size): needsStep looks at the line of each start and
+  // at the line of its last possible byte.
+  const std::uint64_t last = lineOf(addr + size - 1 + maxInsn - 1);
+  for (std::uint64_t line = lineOf(addr);; line += kLineSize) {
+    if (lineWatchedAt(line))
+      return false;
+    if (line == last)
+      return true;
+  }
+}
+
+std::uint32_t Machine::Impl::blockInstructions(unsigned cpu, std::uint64_t addr,
+                                               std::uint32_t size) {
+  BlockCount &slot = cpus[cpu].blockCounts[(addr ^ (addr >> 8)) % cpus[cpu].blockCounts.size()];
+  if (slot.addr == addr && slot.size == size)
+    return slot.instructions;
+  const arch::Bytes bytes = fetchedBytes(cpu, addr, size);
+  std::size_t undecoded = bytes.size();
+  const auto count = static_cast<std::uint32_t>(arch.disassemble(bytes, addr, &undecoded).size());
+  // Bytes that do not decode end the block with an instruction that faults: one more.
+  slot = {addr, size, count + (undecoded < size ? 1u : 0u)};
+  return slot.instructions;
+}
+
+void Machine::Impl::removeTranslations(unsigned cpu, std::uint64_t lo, std::uint64_t hi) {
+  CpuRuntime &rt = cpus[cpu];
+  uc_ctl_remove_cache(rt.uc, lo, hi);
+  for (BlockCount &b : rt.blockCounts)
+    if (b.addr < hi && lo < b.addr + b.size)
+      b = {};
+}
+
+uc_err Machine::Impl::traceStep(unsigned cpu, std::uint64_t pc, const std::uint8_t *window) {
+  CpuRuntime &rt = cpus[cpu];
+  if (!rt.traceFlagKnown || !rt.traceFlag)
+    setTraceFlag(cpu, true);
+  rt.stepStarted = false;
+  const uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
+  if (rt.intno == abi.traceIntno && !abi.raisesTraceIntno(window))
+    rt.intno = -1; // the trace flag's trap after the instruction: the step's end, not the guest's
+  if (err == UC_ERR_OK && rt.intno < 0 && abi.pushesFlags(window))
+    hideTraceFlagPushed(cpu);
+  return err;
+}
+
+uc_err Machine::Impl::runByBlocks(unsigned cpu, std::uint64_t pc, std::uint64_t count) {
+  CpuRuntime &rt = cpus[cpu];
+  rt.budget = count;
+  for (;;) {
+    if (!rt.traceFlagKnown || rt.traceFlag)
+      setTraceFlag(cpu, false);
+    rt.freeRunning = true;
+    rt.blockStop = false;
+    rt.lastBlock = {};
+    uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
+    rt.freeRunning = false;
+    if (err != UC_ERR_OK || rt.intno >= 0 || !rt.blockStop)
+      return err;
+    // Through the block it could not enter, one instruction at a time.
+    pc = rt.blockStart;
+    do {
+      if (rt.budget == 0 || needsStep(cpu, pc))
+        return UC_ERR_OK;
+      std::uint8_t window[16] = {};
+      const arch::Bytes bytes = fetchedBytes(cpu, pc, sizeof window);
+      if (!bytes.empty())
+        std::memcpy(window, bytes.data(), bytes.size());
+      err = traceStep(cpu, pc, window);
+      --rt.budget;
+      if (err != UC_ERR_OK || rt.intno >= 0)
+        return err;
+      pc = readReg(cpu, abi.pcReg);
+    } while (pc - rt.blockStart < rt.blockEnd - rt.blockStart);
+  }
+}
+
+} // namespace ftsim::sim

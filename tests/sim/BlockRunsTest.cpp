@@ -1,0 +1,187 @@
+// Runs by blocks (sim/BlockRuns.cpp): x86 fast mode stepping by the trace flag runs unwatched code
+// with a hook before each translated block instead of one before each instruction. A run must end
+// where the hook before every instruction ends it: after exactly its budget of instructions,
+// before the first instruction that needs a step, right after a watched data access. Each case
+// runs the same machine both ways (MachineConfig::traceFlagSteps) and compares what a user sees:
+// the events, and the registers at every scheduling decision.
+
+#include "ftsim/sim/FunctionScheduler.h"
+#include "ftsim/sim/Machine.h"
+#include "ftsim/sim/RoundRobinScheduler.h"
+
+#include <gtest/gtest.h>
+#include <unicorn/unicorn.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ftsim::sim {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+constexpr std::uint64_t kText = 0xffffffff81000000ull;
+constexpr std::uint64_t kHcExit = kText;
+// loop(): mov $1001,%ecx; xor %eax,%eax; 1: add %rcx,%rax; dec %ecx; jne 1b; ret (3,006 instr).
+constexpr std::uint64_t kLoop = kText + 0x40;
+const Bytes kLoopCode = {0xb9, 0xe9, 0x03, 0,    0,    0x31, 0xc0, 0x48,
+                         0x01, 0xc8, 0xff, 0xc9, 0x75, 0xf9, 0xc3};
+// straight(): mov $1,%eax; 60 x inc %eax; ret — one block from 0x100 to 0x17e.
+constexpr std::uint64_t kStraight = kText + 0x100;
+constexpr unsigned kIncs = 60;
+// store(): mov $kData,%rdx; mov $7,%eax; inc %eax; mov %rax,(%rdx); inc %eax; inc %eax; ret.
+constexpr std::uint64_t kStore = kText + 0x200;
+constexpr std::uint64_t kData = 0xffffffff82000000ull;
+
+Bytes guestText() {
+  Bytes text(0x1000, 0xcc);
+  text[1] = 0xc3; // the exit stub: int3; ret
+  std::copy(kLoopCode.begin(), kLoopCode.end(), text.begin() + (kLoop - kText));
+  Bytes straight = {0xb8, 1, 0, 0, 0};
+  for (unsigned i = 0; i < kIncs; ++i)
+    straight.insert(straight.end(), {0xff, 0xc0});
+  straight.push_back(0xc3);
+  std::copy(straight.begin(), straight.end(), text.begin() + (kStraight - kText));
+  Bytes store = {0x48, 0xc7, 0xc2};
+  for (unsigned i = 0; i < 4; ++i)
+    store.push_back(static_cast<std::uint8_t>(kData >> (8 * i)));
+  store.insert(store.end(),
+               {0xb8, 7, 0, 0, 0, 0xff, 0xc0, 0x48, 0x89, 0x02, 0xff, 0xc0, 0xff, 0xc0, 0xc3});
+  std::copy(store.begin(), store.end(), text.begin() + (kStore - kText));
+  return text;
+}
+
+struct RunSetup {
+  std::uint64_t entry = kLoop;
+  unsigned quantum = 1000;
+  std::uint64_t watchedByte = 0; // a site's byte, never fetched; 0: none
+  bool watchData = false;
+};
+
+std::unique_ptr<Machine> makeMachine(const RunSetup &s, bool byBlocks) {
+  MachineConfig c;
+  c.cpus = 2;
+  c.quantum = s.quantum;
+  c.traceFlagSteps = byBlocks;
+  auto machine = std::make_unique<Machine>(arch::archByName("x86_64"), c);
+  Machine &m = *machine;
+  m.mapText(kText, guestText());
+  m.mapData(kData, 0x1000);
+  m.bindHypercall(GuestHypercall::Exit, kHcExit);
+  if (s.watchedByte)
+    m.watchSite(s.watchedByte, 1, {{0xcc}});
+  if (s.watchData)
+    m.watchData(kData, 8);
+  m.addTask({"task0", 0, s.entry, 0});
+  m.addTask({"task1", 1, s.entry, 0});
+  return machine;
+}
+
+// What a user sees of a run: every event, and both CPUs' pc, rax and rcx at every decision.
+struct Seen {
+  std::vector<std::string> events;
+  std::vector<std::uint64_t> atDecisions;
+  std::vector<std::uint64_t> results;
+};
+
+Seen run(Machine &m) {
+  Seen seen;
+  RoundRobinScheduler rr;
+  FunctionScheduler sched([&](const Machine &mm, const DecisionPoint &p) -> std::uint32_t {
+    for (unsigned cpu : {0u, 1u})
+      for (int reg : {UC_X86_REG_RIP, UC_X86_REG_RAX, UC_X86_REG_RCX})
+        seen.atDecisions.push_back(mm.reg(cpu, reg));
+    return rr.decide(mm, p);
+  });
+  EXPECT_EQ(m.run(sched).status, RunResult::Status::Completed) << m.logText();
+  for (const EventRecord &e : m.events())
+    seen.events.push_back(formatEvent(e));
+  for (int t : {0, 1})
+    seen.results.push_back(m.task(t).result);
+  return seen;
+}
+
+// Both ways give the same events and registers; returns the blocks machine's events.
+std::vector<EventRecord> expectSameBothWays(const RunSetup &s) {
+  auto hooked = makeMachine(s, false);
+  auto blocks = makeMachine(s, true);
+  const Seen a = run(*hooked), b = run(*blocks);
+  EXPECT_FALSE(a.atDecisions.empty());
+  EXPECT_EQ(a.events, b.events) << "by instruction hooks:\n"
+                                << hooked->logText() << "by blocks:\n"
+                                << blocks->logText();
+  EXPECT_EQ(a.atDecisions, b.atDecisions);
+  EXPECT_EQ(a.results, b.results);
+  EXPECT_TRUE(blocks->findings().empty()) << blocks->logText();
+  const auto events = blocks->events();
+  return {events.begin(), events.end()};
+}
+
+std::uint64_t runEvents(const std::vector<EventRecord> &events) {
+  return static_cast<std::uint64_t>(std::count_if(
+      events.begin(), events.end(), [](const EventRecord &e) { return e.kind == EventKind::Run; }));
+}
+
+// A budget that ends inside the loop's 3-instruction block, at a different place each run: each
+// run still ends after exactly its budget (the registers at each decision say so).
+TEST(BlockRuns, ARunEndsAfterExactlyItsBudget) {
+  for (unsigned quantum : {1000u, 777u, 2u}) {
+    SCOPED_TRACE(quantum);
+    const auto events = expectSameBothWays({kLoop, quantum});
+    EXPECT_GE(runEvents(events), 2u * (3006 / quantum)) << quantum;
+  }
+}
+
+// A watched line in the middle of one long block: the run stops before the first instruction
+// whose line, or whose last possible byte's line, is watched (0x133: 0x133 + 14 is in the watched
+// line at 0x140), and the rest is stepped.
+TEST(BlockRuns, ARunStopsBeforeWatchedTextInsideABlock) {
+  const auto events = expectSameBothWays({kStraight, 1000, kStraight + 0x50});
+  const auto first = std::find_if(events.begin(), events.end(), [](const EventRecord &e) {
+    return e.cpu == 0 && e.kind == EventKind::Run;
+  });
+  ASSERT_NE(first, events.end());
+  EXPECT_EQ(first->pc, kStraight);
+  EXPECT_EQ(first->pcAfter, kStraight + 0x33) << formatEvent(*first);
+  EXPECT_EQ(first->outcome, StepOutcome::WatchedStop);
+}
+
+// A machine asked to run by blocks that watches data runs by instruction hooks instead: the run
+// ends right after the watched store, with the registers the guest had there.
+TEST(BlockRuns, AWatchedAccessEndsTheRunRightAfterIt) {
+  const auto events = expectSameBothWays({kStore, 1000, 0, true});
+  const auto access = std::find_if(events.begin(), events.end(), [](const EventRecord &e) {
+    return e.cpu == 0 && e.dataSize != 0;
+  });
+  ASSERT_NE(access, events.end());
+  EXPECT_EQ(access->dataAddr, kData);
+  EXPECT_TRUE(access->dataWrite);
+  EXPECT_EQ(access->pcAfter, kStore + 0x11) << formatEvent(*access); // after mov %rax,(%rdx)
+}
+
+// The next machine of a thread adopts the engines and their translations, block hook included
+// (EnginePool.cpp): it must report to the new machine's CPUs and run the same way.
+TEST(BlockRuns, AdoptedEnginesRunTheSameWay) {
+  const RunSetup s{kLoop, 777};
+  Seen first;
+  {
+    auto m = makeMachine(s, true);
+    first = run(*m);
+  }
+  // Take the memory the first machine freed, so that the second one's CPUs are elsewhere: a hook
+  // still reporting to the first machine's CPUs would then be seen.
+  std::vector<std::vector<char>> taken;
+  for (std::size_t size = 16; size <= 64 * 1024; size += 16)
+    taken.emplace_back(size);
+  auto again = makeMachine(s, true);
+  ASSERT_TRUE(again->enginesAdopted());
+  const Seen second = run(*again);
+  EXPECT_EQ(first.events, second.events);
+  EXPECT_EQ(first.atDecisions, second.atDecisions);
+  EXPECT_EQ(first.results, second.results);
+}
+
+} // namespace
+} // namespace ftsim::sim
