@@ -27,6 +27,9 @@ struct Program {
   std::uint8_t rel8 = 0;
   bool extra = false;
   std::uint8_t datum = 0;
+  std::uint64_t dataSize = 0x1000;
+  std::uint64_t textSize = 0x1000;
+  unsigned quantum = 100;
 };
 
 struct Outcome {
@@ -39,10 +42,10 @@ struct Outcome {
 Outcome runProgram(const Program &p, bool pool) {
   MachineConfig c;
   c.cpus = 2;
-  c.quantum = 100;
+  c.quantum = p.quantum;
   c.machinesPerEngine = pool ? 16 : 1;
   Machine m(x86(), c);
-  std::vector<std::uint8_t> text(0x1000, 0xcc);
+  std::vector<std::uint8_t> text(p.textSize, 0xcc);
   text[1] = 0xc3; // the exit stub: int3; ret
   const std::vector<std::uint8_t> jumper = {0x48, 0x89, 0xf8, 0xb9,   0x07, 0x00,
                                             0x00, 0x00, 0xeb, p.rel8, 0x91, 0xc3};
@@ -55,7 +58,7 @@ Outcome runProgram(const Program &p, bool pool) {
   std::vector<std::uint8_t> init;
   if (p.datum)
     init.push_back(p.datum);
-  m.mapData(kData, 0x1000, init);
+  m.mapData(kData, p.dataSize, init);
   m.bindHypercall(GuestHypercall::Exit, kText);
   m.addTask({"jumper", 0, kJumper, 1});
   m.addTask({"reader", 1, kReader, 0});
@@ -86,6 +89,22 @@ TEST(EnginePool, AMachineOnAnotherMachinesEnginesRunsItsOwnCodeAndData) {
   EXPECT_EQ(pooled.results[1], 0u);
   EXPECT_NE(pooled.results[2], 42u);
   EXPECT_EQ(pooled.findings, 1u) << pooled.log; // the fetch fault at kExtra
+  EXPECT_EQ(pooled.log, fresh.log);
+  EXPECT_EQ(pooled.results, fresh.results);
+}
+
+// A region of another size at the same address is not taken over: the next machine unmaps the old
+// one and maps its own buffer there. Its guest must fetch and read its own memory, not the buffers
+// the last machine's engines had mapped at those addresses (and that were freed with them).
+TEST(EnginePool, MemoryMappedAnewWhereTheLastMachineHadOtherMemoryIsFetchedAndReadAnew) {
+  const Outcome first = runProgram({0, false, 5, 0x1000, 0x2000, 1}, true);
+  EXPECT_EQ(first.results[0], 7u);
+  EXPECT_EQ(first.results[1], 5u);
+  const Outcome pooled = runProgram({1, false, 9, 0x2000, 0x1000, 1}, true);
+  EXPECT_TRUE(pooled.adopted) << "the engines were not taken over: the test proves nothing";
+  const Outcome fresh = runProgram({1, false, 9, 0x2000, 0x1000, 1}, false);
+  EXPECT_EQ(pooled.results[0], 1u) << pooled.log;
+  EXPECT_EQ(pooled.results[1], 9u) << pooled.log;
   EXPECT_EQ(pooled.log, fresh.log);
   EXPECT_EQ(pooled.results, fresh.results);
 }

@@ -80,6 +80,7 @@ std::unique_ptr<Machine> runRoundRobin(Way way, std::uint64_t entry) {
 TEST(TraceFlag, StepsAndRunsShowTheGuestTheSameFlags) {
   std::vector<std::uint64_t> results;
   for (Way way : kWays) {
+    SCOPED_TRACE(static_cast<int>(way));
     auto machine = makeMachine(way, kFlags);
     Machine &m = *machine;
     RoundRobinScheduler rr;
