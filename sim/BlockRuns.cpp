@@ -22,8 +22,12 @@
 
 namespace ftsim::sim {
 
-void onBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size, void *user) {
-  CpuRuntime *cpu = *static_cast<CpuRuntime **>(user);
+namespace {
+
+// Every other case of onBlock: a step, a block other than the last one judged, a block that does
+// not fit or needs a step.
+[[gnu::noinline]] void onOtherBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size,
+                                    CpuRuntime *cpu) {
   if (!cpu->freeRunning) {
     // A step by the trace flag runs one block of one instruction: a second block is past it (an
     // instruction that cleared the flag ran without its trap).
@@ -48,6 +52,21 @@ void onBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size, void *use
     return;
   }
   cpu->budget -= last.instructions;
+}
+
+} // namespace
+
+// The common case first, in a function that saves no register: a run entering the block it
+// entered last (a loop), which fits.
+void onBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size, void *user) {
+  CpuRuntime *cpu = *static_cast<CpuRuntime **>(user);
+  const BlockCount &last = cpu->lastBlock;
+  if (cpu->freeRunning && address == last.addr && size == last.size && cpu->lastBlockClean &&
+      last.instructions <= cpu->budget) {
+    cpu->budget -= last.instructions;
+    return;
+  }
+  onOtherBlock(uc, address, size, cpu);
 }
 
 bool Machine::Impl::blockClean(std::uint64_t addr, std::uint32_t size) {
