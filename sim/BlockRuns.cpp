@@ -81,9 +81,35 @@ bool Machine::Impl::blockClean(std::uint64_t addr, std::uint32_t size) {
   }
 }
 
+namespace {
+
+unsigned lineBit(std::uint64_t line) { return static_cast<unsigned>(line / kLineSize % 256); }
+
+void markLines(BlockCounts &counts, const BlockCount &b) {
+  for (std::uint64_t line = lineOf(b.addr); line < b.addr + b.size; line += kLineSize) {
+    const unsigned bit = lineBit(line);
+    counts.lines[bit / 64] |= std::uint64_t{1} << (bit % 64);
+  }
+}
+
+// Whether a counted block may hold a byte of [lo, hi).
+bool mayHold(const BlockCounts &counts, std::uint64_t lo, std::uint64_t hi) {
+  if (hi - lo > 256 * kLineSize)
+    return true;
+  for (std::uint64_t line = lineOf(lo); line < hi; line += kLineSize) {
+    const unsigned bit = lineBit(line);
+    if (counts.lines[bit / 64] & (std::uint64_t{1} << (bit % 64)))
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
 std::uint32_t Machine::Impl::blockInstructions(unsigned cpu, std::uint64_t addr,
                                                std::uint32_t size) {
-  BlockCount &slot = cpus[cpu].blockCounts[(addr ^ (addr >> 8)) % cpus[cpu].blockCounts.size()];
+  BlockCounts &counts = cpus[cpu].blockCounts;
+  BlockCount &slot = counts.slots[(addr ^ (addr >> 8)) % counts.slots.size()];
   if (slot.addr == addr && slot.size == size)
     return slot.instructions;
   const arch::Bytes bytes = fetchedBytes(cpu, addr, size);
@@ -91,15 +117,23 @@ std::uint32_t Machine::Impl::blockInstructions(unsigned cpu, std::uint64_t addr,
   const auto count = static_cast<std::uint32_t>(arch.disassemble(bytes, addr, &undecoded).size());
   // Bytes that do not decode end the block with an instruction that faults: one more.
   slot = {addr, size, count + (undecoded < size ? 1u : 0u)};
+  markLines(counts, slot);
   return slot.instructions;
 }
 
 void Machine::Impl::removeTranslations(unsigned cpu, std::uint64_t lo, std::uint64_t hi) {
   CpuRuntime &rt = cpus[cpu];
   uc_ctl_remove_cache(rt.uc, lo, hi);
-  for (BlockCount &b : rt.blockCounts)
+  BlockCounts &counts = rt.blockCounts;
+  if (!mayHold(counts, lo, hi))
+    return;
+  counts.lines = {};
+  for (BlockCount &b : counts.slots) {
     if (b.addr < hi && lo < b.addr + b.size)
       b = {};
+    else if (b.size)
+      markLines(counts, b);
+  }
 }
 
 uc_err Machine::Impl::traceStep(unsigned cpu, std::uint64_t pc, const std::uint8_t *window) {

@@ -149,6 +149,14 @@ struct BlockCount {
   std::uint32_t instructions = 0;
 };
 
+// The counts of the blocks a CPU's runs entered, in a direct-mapped table, and the lines their
+// bytes lie in, as a 256-bit summary (a line's bit: its number modulo 256): a rewrite of bytes in
+// lines no counted block holds (a site's, mostly) need not look through the table.
+struct BlockCounts {
+  std::array<BlockCount, 256> slots{};
+  std::array<std::uint64_t, 4> lines{};
+};
+
 // Per-CPU runtime: the engine and what its hooks report during one uc_emu_start.
 struct CpuRuntime {
   Machine::Impl *machine = nullptr;
@@ -186,7 +194,7 @@ struct CpuRuntime {
   std::uint64_t blockStart = 0, blockEnd = 0;
   BlockCount lastBlock;
   bool lastBlockClean = false;
-  std::array<BlockCount, 256> blockCounts{};
+  BlockCounts blockCounts;
 };
 
 struct DataWatch {

@@ -86,7 +86,8 @@ struct Seen {
   std::vector<std::uint64_t> results;
 };
 
-Seen run(Machine &m) {
+// Runs `m` for up to `maxEvents` events; its events are all of them so far.
+Seen run(Machine &m, std::uint64_t maxEvents = UINT64_MAX) {
   Seen seen;
   RoundRobinScheduler rr;
   FunctionScheduler sched([&](const Machine &mm, const DecisionPoint &p) -> std::uint32_t {
@@ -95,7 +96,10 @@ Seen run(Machine &m) {
         seen.atDecisions.push_back(mm.reg(cpu, reg));
     return rr.decide(mm, p);
   });
-  EXPECT_EQ(m.run(sched).status, RunResult::Status::Completed) << m.logText();
+  const RunResult result = m.run(sched, maxEvents);
+  if (maxEvents == UINT64_MAX) {
+    EXPECT_EQ(result.status, RunResult::Status::Completed) << m.logText();
+  }
   for (const EventRecord &e : m.events())
     seen.events.push_back(formatEvent(e));
   for (int t : {0, 1})
@@ -159,6 +163,30 @@ TEST(BlockRuns, AWatchedAccessEndsTheRunRightAfterIt) {
   EXPECT_EQ(access->dataAddr, kData);
   EXPECT_TRUE(access->dataWrite);
   EXPECT_EQ(access->pcAfter, kStore + 0x11) << formatEvent(*access); // after mov %rax,(%rdx)
+}
+
+// A block rewritten under a running task (pokeText) with the same start and size but another
+// instruction count: `add %rcx,%rax` (one instruction) becomes `inc %eax; nop` (two), so the
+// loop's block is four instructions. Its count must be decoded again, or a budget ending inside
+// it ends elsewhere.
+TEST(BlockRuns, ARewrittenBlockIsCountedAgain) {
+  std::vector<Seen> seen;
+  for (bool byBlocks : {false, true}) {
+    auto machine = makeMachine({kLoop, 777}, byBlocks);
+    Machine &m = *machine;
+    Seen first = run(m, 6);
+    const Bytes incNop = {0xff, 0xc0, 0x90};
+    m.pokeText(kLoop + 7, incNop);
+    Seen rest = run(m);
+    first.events = rest.events; // every event so far
+    first.atDecisions.insert(first.atDecisions.end(), rest.atDecisions.begin(),
+                             rest.atDecisions.end());
+    first.results = rest.results;
+    seen.push_back(first);
+  }
+  EXPECT_EQ(seen[0].events, seen[1].events);
+  EXPECT_EQ(seen[0].atDecisions, seen[1].atDecisions);
+  EXPECT_EQ(seen[0].results, seen[1].results);
 }
 
 // The next machine of a thread adopts the engines and their translations, block hook included
