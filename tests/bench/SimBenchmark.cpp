@@ -13,7 +13,8 @@
 // Every-instruction mode's four yardsticks run the same tasks between the machine's runs.
 //
 // Guest: per CPU one task running `ecx = N; do { rax += rcx; } while (--ecx);` (3 instructions
-// per iteration) at the x86-64 kernel text address, returning into the exit hypercall.
+// per iteration) at the x86-64 kernel text address, returning into the exit hypercall; the
+// `_long_blocks` rows and BM_SimFastModeByBlocksLongBlocks run a loop of 10-instruction blocks.
 
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/Machine.h"
@@ -40,6 +41,36 @@ constexpr std::uint64_t kLoop = kText + 0x40;
 constexpr std::uint32_t kIterations = 20000;
 // mov $N,%ecx; xor %eax,%eax; 1: add %rcx,%rax; dec %ecx; jne 1b; ret; then int3 (exit stub).
 constexpr std::uint64_t kInstructionsPerTask = 2 + 3ull * kIterations + 1 + 1;
+// The same with a 10-instruction block (fast mode's runs by blocks pay per block): mov $N,%ecx;
+// xor %eax,%eax; xor %edx,%edx; 1: add %rcx,%rax; add %rax,%rdx; xor %rcx,%rdx; lea 3(%rax),%rsi;
+// add %rsi,%rdx; shr %rdx; sub %rcx,%rdx; add %rdx,%rax; dec %ecx; jne 1b; ret.
+constexpr std::uint64_t kLongLoop = kText + 0x100;
+constexpr std::uint64_t kLongInstructionsPerTask = 3 + 10ull * kIterations + 1 + 1;
+
+// The loop a task runs: the 3-instruction block (every-instruction mode's yardsticks run only it)
+// or the 10-instruction one.
+enum class Loop { Tight, Long };
+std::uint64_t entryOf(Loop l) { return l == Loop::Tight ? kLoop : kLongLoop; }
+std::uint64_t instructionsOf(Loop l) {
+  return l == Loop::Tight ? kInstructionsPerTask : kLongInstructionsPerTask;
+}
+// What a task returns in rax, computed on the host.
+std::uint64_t resultOf(Loop l) {
+  if (l == Loop::Tight)
+    return 200010000ull;
+  std::uint64_t rax = 0, rdx = 0;
+  for (std::uint64_t rcx = kIterations; rcx != 0; --rcx) {
+    rax += rcx;
+    rdx += rax;
+    rdx ^= rcx;
+    const std::uint64_t rsi = rax + 3;
+    rdx += rsi;
+    rdx >>= 1;
+    rdx -= rcx;
+    rax += rdx;
+  }
+  return rax;
+}
 
 // CPU time of this thread: the machine is shared, so wall time would measure the neighbours.
 double threadSeconds() {
@@ -68,6 +99,46 @@ std::vector<std::uint8_t> guestText() {
                                0xf9,
                                0xc3};
   std::memcpy(text.data() + (kLoop - kText), loop, sizeof loop);
+  const std::uint8_t longLoop[] = {0xb9,
+                                   static_cast<std::uint8_t>(kIterations),
+                                   static_cast<std::uint8_t>(kIterations >> 8),
+                                   0,
+                                   0,
+                                   0x31,
+                                   0xc0,
+                                   0x31,
+                                   0xd2,
+                                   0x48,
+                                   0x01,
+                                   0xc8,
+                                   0x48,
+                                   0x01,
+                                   0xc2,
+                                   0x48,
+                                   0x31,
+                                   0xca,
+                                   0x48,
+                                   0x8d,
+                                   0x70,
+                                   0x03,
+                                   0x48,
+                                   0x01,
+                                   0xf2,
+                                   0x48,
+                                   0xd1,
+                                   0xea,
+                                   0x48,
+                                   0x29,
+                                   0xca,
+                                   0x48,
+                                   0x01,
+                                   0xd0,
+                                   0xff,
+                                   0xc9,
+                                   0x75,
+                                   0xe3,
+                                   0xc3};
+  std::memcpy(text.data() + (kLongLoop - kText), longLoop, sizeof longLoop);
   return text;
 }
 
@@ -99,11 +170,11 @@ public:
     std::free(mem_);
     std::free(stack_);
   }
-  void reset() {
+  void reset(Loop loop = Loop::Tight) {
     std::uint64_t rsp = kStack + 0x3ff0, ret = kHcExit;
     uc_mem_write(uc, rsp, &ret, sizeof ret);
     uc_reg_write(uc, UC_X86_REG_RSP, &rsp);
-    rip = kLoop;
+    rip = entryOf(loop);
   }
   // One instruction, as any stepping loop must: uc_emu_start with count 1, then read rip.
   void step() {
@@ -171,10 +242,10 @@ private:
 void noBlock(uc_engine *, std::uint64_t, std::uint32_t, void *) {}
 
 // Raw Unicorn: one engine, the same code, run until the task returns into the exit stub: half a
-// second of single-stepping (a Yardstick), or of one uc_emu_start per task with the task's
-// instruction count (Counted), with no count (Free), or with no count and one empty block hook
-// (BlockHooked).
-double rawRate(Raw how) {
+// second of single-stepping (a Yardstick, the tight loop), or of one uc_emu_start per task with the
+// task's instruction count (Counted), with no count (Free), or with no count and one empty block
+// hook (BlockHooked).
+double rawRate(Raw how, Loop loop) {
   if (how == Raw::Step) {
     Yardstick steps(1, false, Stepping::Default);
     do
@@ -186,59 +257,57 @@ double rawRate(Raw how) {
   uc_hook hook;
   if (how == Raw::BlockHooked) // one empty block hook: what fast mode's runs by blocks cannot avoid
     uc_hook_add(e.uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void *>(&noBlock), nullptr, 1, 0);
+  const std::uint64_t perTask = instructionsOf(loop) - 1; // not the exit stub's int3
   std::uint64_t instructions = 0;
   const double start = threadSeconds();
   double elapsed = 0;
   while (elapsed < 0.5) {
-    e.reset();
+    e.reset(loop);
     // Up to the exit stub's int3, which ends the run (no interrupt hook: an exception).
-    uc_emu_start(e.uc, e.rip, 0x8000000000000001ull, 0,
-                 how == Raw::Counted ? kInstructionsPerTask - 1 : 0);
+    uc_emu_start(e.uc, e.rip, 0x8000000000000001ull, 0, how == Raw::Counted ? perTask : 0);
     uc_reg_read(e.uc, UC_X86_REG_RIP, &e.rip);
     if (e.rip != kHcExit && e.rip != kHcExit + 1)
       return 0; // the benchmarks report a zero rate: the run did not reach the exit stub
-    instructions += kInstructionsPerTask - 1;
+    instructions += perTask;
     elapsed = threadSeconds() - start;
   }
   return static_cast<double>(instructions) / elapsed;
 }
 
-double rawStepRate() {
-  static const double rate = rawRate(Raw::Step);
+// Each measured once per process, when first asked for.
+double rawRateOnce(Raw how, Loop loop) {
+  static double rates[4][2] = {};
+  double &rate = rates[static_cast<int>(how)][static_cast<int>(loop)];
+  if (rate == 0)
+    rate = rawRate(how, loop);
   return rate;
 }
-double rawCountedRate() {
-  static const double rate = rawRate(Raw::Counted);
-  return rate;
-}
-double rawFreeRate() {
-  static const double rate = rawRate(Raw::Free);
-  return rate;
-}
-double rawBlockHookedRate() {
-  static const double rate = rawRate(Raw::BlockHooked);
-  return rate;
-}
+double rawStepRate() { return rawRateOnce(Raw::Step, Loop::Tight); }
 
-void BM_RawUnicorn(benchmark::State &state, Raw how) {
+void BM_RawUnicorn(benchmark::State &state, Raw how, Loop loop) {
   double rate = 0;
   for (auto _ : state)
-    rate = how == Raw::Step      ? rawStepRate()
-           : how == Raw::Counted ? rawCountedRate()
-           : how == Raw::Free    ? rawFreeRate()
-                                 : rawBlockHookedRate();
+    rate = rawRateOnce(how, loop);
   if (rate == 0)
     state.SkipWithError("the raw run did not reach the exit stub");
   state.counters["instr/s"] = rate;
 }
-BENCHMARK_CAPTURE(BM_RawUnicorn, single_step, Raw::Step)
+BENCHMARK_CAPTURE(BM_RawUnicorn, single_step, Raw::Step, Loop::Tight)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_RawUnicorn, counted_run, Raw::Counted)
+BENCHMARK_CAPTURE(BM_RawUnicorn, counted_run, Raw::Counted, Loop::Tight)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_RawUnicorn, free_run, Raw::Free)->Iterations(1)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_RawUnicorn, block_hooked_run, Raw::BlockHooked)
+BENCHMARK_CAPTURE(BM_RawUnicorn, free_run, Raw::Free, Loop::Tight)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RawUnicorn, block_hooked_run, Raw::BlockHooked, Loop::Tight)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RawUnicorn, free_run_long_blocks, Raw::Free, Loop::Long)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RawUnicorn, block_hooked_run_long_blocks, Raw::BlockHooked, Loop::Long)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
@@ -301,8 +370,8 @@ BENCHMARK_CAPTURE(BM_Retranslation, code_hook, Instrumented::CodeHook)->MinTime(
 // answers 0 (the first enabled event) instead, so one CPU runs to its end before the next: as
 // many events, decisions and log records as round robin, but no switch of Unicorn engine between
 // events.
-void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false,
-            bool byBlocks = false) {
+void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false, bool byBlocks = false,
+            Loop loop = Loop::Tight) {
   const auto cpus = static_cast<unsigned>(state.range(0));
   sim::MachineConfig config;
   config.cpus = cpus;
@@ -312,7 +381,7 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false,
   m.mapText(kText, guestText());
   m.bindHypercall(sim::GuestHypercall::Exit, kHcExit);
   for (unsigned c = 0; c < cpus; ++c)
-    m.addTask({"loop", c, kLoop, 0});
+    m.addTask({"loop", c, entryOf(loop), 0});
   sim::Snapshot start = m.snapshot();
   std::uint64_t instructions = 0;
   double seconds = 0;
@@ -330,7 +399,7 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false,
         [](const sim::Machine &, const sim::DecisionPoint &) { return std::uint32_t{0}; });
     m.run(inOrder ? static_cast<sim::Scheduler &>(first) : rr);
     seconds += threadSeconds() - t0;
-    instructions += kInstructionsPerTask * cpus;
+    instructions += instructionsOf(loop) * cpus;
     if (quantum == 1) {
       state.PauseTiming();
       for (Yardstick *y : {&raw, &rawRr, &lean, &leanRr})
@@ -340,9 +409,9 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false,
   }
   for (unsigned t = 0; t < cpus; ++t)
     if (m.task(static_cast<int>(t)).state != sim::TaskState::Exited ||
-        m.task(static_cast<int>(t)).result != 200010000ull)
+        m.task(static_cast<int>(t)).result != resultOf(loop))
       state.SkipWithError("a task did not finish with the expected checksum");
-  if (quantum == 1 && m.steppedInstructions() != kInstructionsPerTask * cpus)
+  if (quantum == 1 && m.steppedInstructions() != instructionsOf(loop) * cpus)
     state.SkipWithError("instruction count differs from the guest's");
   const double rate = static_cast<double>(instructions) / seconds;
   state.counters["instr/s"] = rate;
@@ -358,9 +427,10 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false,
     state.counters["vs_lean_rr"] = rate / leanRr.rate();
   }
   if (quantum > 1) {
-    state.counters["vs_counted"] = rate / rawCountedRate();
-    state.counters["vs_free"] = rate / rawFreeRate();
-    state.counters["vs_block_hooked"] = rate / rawBlockHookedRate();
+    if (loop == Loop::Tight)
+      state.counters["vs_counted"] = rate / rawRateOnce(Raw::Counted, loop);
+    state.counters["vs_free"] = rate / rawRateOnce(Raw::Free, loop);
+    state.counters["vs_block_hooked"] = rate / rawRateOnce(Raw::BlockHooked, loop);
   }
 }
 
@@ -368,11 +438,15 @@ void BM_SimInstructionGranular(benchmark::State &state) { runSim(state, 1); }
 void BM_SimInstructionGranularInOrder(benchmark::State &state) { runSim(state, 1, true); }
 void BM_SimFastMode(benchmark::State &state) { runSim(state, 10000); }
 void BM_SimFastModeByBlocks(benchmark::State &state) { runSim(state, 10000, false, true); }
+void BM_SimFastModeByBlocksLongBlocks(benchmark::State &state) {
+  runSim(state, 10000, false, true, Loop::Long);
+}
 
 BENCHMARK(BM_SimInstructionGranular)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimInstructionGranularInOrder)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimFastMode)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimFastModeByBlocks)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimFastModeByBlocksLongBlocks)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 
 } // namespace
 
