@@ -24,6 +24,7 @@
 #include <benchmark/benchmark.h>
 #include <unicorn/unicorn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -79,66 +80,28 @@ double threadSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// mov $kIterations,%ecx, then `rest`.
+std::vector<std::uint8_t> loopCode(std::initializer_list<std::uint8_t> rest) {
+  std::vector<std::uint8_t> code(5 + rest.size(), 0);
+  code[0] = 0xb9;
+  code[1] = static_cast<std::uint8_t>(kIterations);
+  code[2] = static_cast<std::uint8_t>(kIterations >> 8);
+  std::copy(rest.begin(), rest.end(), code.begin() + 5);
+  return code;
+}
+
 std::vector<std::uint8_t> guestText() {
   std::vector<std::uint8_t> text(0x1000, 0xcc);
   const std::uint8_t exitStub[] = {0xcc, 0xc3};
   std::memcpy(text.data(), exitStub, sizeof exitStub);
-  const std::uint8_t loop[] = {0xb9,
-                               static_cast<std::uint8_t>(kIterations),
-                               static_cast<std::uint8_t>(kIterations >> 8),
-                               0,
-                               0,
-                               0x31,
-                               0xc0,
-                               0x48,
-                               0x01,
-                               0xc8,
-                               0xff,
-                               0xc9,
-                               0x75,
-                               0xf9,
-                               0xc3};
-  std::memcpy(text.data() + (kLoop - kText), loop, sizeof loop);
-  const std::uint8_t longLoop[] = {0xb9,
-                                   static_cast<std::uint8_t>(kIterations),
-                                   static_cast<std::uint8_t>(kIterations >> 8),
-                                   0,
-                                   0,
-                                   0x31,
-                                   0xc0,
-                                   0x31,
-                                   0xd2,
-                                   0x48,
-                                   0x01,
-                                   0xc8,
-                                   0x48,
-                                   0x01,
-                                   0xc2,
-                                   0x48,
-                                   0x31,
-                                   0xca,
-                                   0x48,
-                                   0x8d,
-                                   0x70,
-                                   0x03,
-                                   0x48,
-                                   0x01,
-                                   0xf2,
-                                   0x48,
-                                   0xd1,
-                                   0xea,
-                                   0x48,
-                                   0x29,
-                                   0xca,
-                                   0x48,
-                                   0x01,
-                                   0xd0,
-                                   0xff,
-                                   0xc9,
-                                   0x75,
-                                   0xe3,
-                                   0xc3};
-  std::memcpy(text.data() + (kLongLoop - kText), longLoop, sizeof longLoop);
+  const std::vector<std::uint8_t> loop =
+      loopCode({0x31, 0xc0, 0x48, 0x01, 0xc8, 0xff, 0xc9, 0x75, 0xf9, 0xc3});
+  std::copy(loop.begin(), loop.end(), text.begin() + (kLoop - kText));
+  const std::vector<std::uint8_t> longLoop =
+      loopCode({0x31, 0xc0, 0x31, 0xd2, 0x48, 0x01, 0xc8, 0x48, 0x01, 0xc2, 0x48, 0x31,
+                0xca, 0x48, 0x8d, 0x70, 0x03, 0x48, 0x01, 0xf2, 0x48, 0xd1, 0xea, 0x48,
+                0x29, 0xca, 0x48, 0x01, 0xd0, 0xff, 0xc9, 0x75, 0xe3, 0xc3});
+  std::copy(longLoop.begin(), longLoop.end(), text.begin() + (kLongLoop - kText));
   return text;
 }
 
@@ -292,24 +255,15 @@ void BM_RawUnicorn(benchmark::State &state, Raw how, Loop loop) {
     state.SkipWithError("the raw run did not reach the exit stub");
   state.counters["instr/s"] = rate;
 }
-BENCHMARK_CAPTURE(BM_RawUnicorn, single_step, Raw::Step, Loop::Tight)
-    ->Iterations(1)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_RawUnicorn, counted_run, Raw::Counted, Loop::Tight)
-    ->Iterations(1)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_RawUnicorn, free_run, Raw::Free, Loop::Tight)
-    ->Iterations(1)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_RawUnicorn, block_hooked_run, Raw::BlockHooked, Loop::Tight)
-    ->Iterations(1)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_RawUnicorn, free_run_long_blocks, Raw::Free, Loop::Long)
-    ->Iterations(1)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_RawUnicorn, block_hooked_run_long_blocks, Raw::BlockHooked, Loop::Long)
-    ->Iterations(1)
-    ->Unit(benchmark::kMillisecond);
+// One row per way and loop, each measured once (half a second).
+#define FTSIM_RAW_ROW(name, how, loop)                                                             \
+  BENCHMARK_CAPTURE(BM_RawUnicorn, name, how, loop)->Iterations(1)->Unit(benchmark::kMillisecond)
+FTSIM_RAW_ROW(single_step, Raw::Step, Loop::Tight);
+FTSIM_RAW_ROW(counted_run, Raw::Counted, Loop::Tight);
+FTSIM_RAW_ROW(free_run, Raw::Free, Loop::Tight);
+FTSIM_RAW_ROW(block_hooked_run, Raw::BlockHooked, Loop::Tight);
+FTSIM_RAW_ROW(free_run_long_blocks, Raw::Free, Loop::Long);
+FTSIM_RAW_ROW(block_hooked_run_long_blocks, Raw::BlockHooked, Loop::Long);
 
 // What instrumentation costs Unicorn's translation. An exhaustive search mostly steps code whose
 // translations the machine has just removed (a patch store, a stale byte, a restore), so most of
