@@ -170,7 +170,7 @@ struct CpuRuntime {
   // hook directly from the blocks it translated, and those translations are kept.
   uc_hook blockHook = 0;
   std::unique_ptr<CpuRuntime *> blockHookCpu;
-  std::uint64_t budget = 0;    // instructions this uc_emu_start may still run (onCode)
+  std::uint64_t budget = 0;    // instructions this start or run may still run (onCode, onBlock)
   std::uint64_t clearLine = 1; // a line no instruction of which needs a step (onCode); 1: none
   bool freeRunning = false;
   std::int64_t intno = -1;
