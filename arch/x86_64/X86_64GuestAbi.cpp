@@ -4,6 +4,7 @@
 
 #include <unicorn/unicorn.h>
 
+#include <algorithm>
 #include <array>
 
 namespace ftsim::arch {
@@ -76,6 +77,65 @@ std::uint64_t returnAddress(const GuestAbi &, GuestContext &ctx) {
   return ret;
 }
 
+std::int64_t rel32(const std::uint8_t *b) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(b[0]) | std::uint32_t{b[1]} << 8 |
+                                   std::uint32_t{b[2]} << 16 | std::uint32_t{b[3]} << 24);
+}
+
+bool plainStep(std::uint64_t pc, std::span<const std::uint8_t> b, GuestContext &ctx,
+               bool &trapped) {
+  static constexpr std::array<std::uint8_t, 5> kNop5{0x0f, 0x1f, 0x44, 0x00, 0x00};
+  static constexpr std::array<std::uint8_t, 4> kEndbr64{0xf3, 0x0f, 0x1e, 0xfa};
+  const auto is = [&](std::span<const std::uint8_t> insn) {
+    return b.size() >= insn.size() && std::equal(insn.begin(), insn.end(), b.begin());
+  };
+  trapped = false;
+  if (b.empty())
+    return false;
+  std::uint64_t next = 0;
+  switch (b[0]) {
+  case 0x90:
+    next = pc + 1;
+    break;
+  case 0xcc:
+    trapped = true;
+    next = pc + 1;
+    break;
+  case 0xeb:
+    if (b.size() < 2)
+      return false;
+    next = pc + 2 + static_cast<std::uint64_t>(static_cast<std::int8_t>(b[1]));
+    break;
+  case 0xe9:
+    if (b.size() < 5)
+      return false;
+    next = pc + 5 + static_cast<std::uint64_t>(rel32(&b[1]));
+    break;
+  case 0xe8: {
+    if (b.size() < 5)
+      return false;
+    const std::uint64_t ret = pc + 5, sp = ctx.sp() - 8;
+    std::array<std::uint8_t, 8> word{};
+    for (unsigned i = 0; i < 8; ++i)
+      word[i] = static_cast<std::uint8_t>(ret >> (8 * i));
+    if (!ctx.writeMemory(sp, word))
+      return false;
+    ctx.setSp(sp);
+    next = ret + static_cast<std::uint64_t>(rel32(&b[1]));
+    break;
+  }
+  default:
+    if (is(kNop5))
+      next = pc + kNop5.size();
+    else if (is(kEndbr64))
+      next = pc + kEndbr64.size();
+    else
+      return false;
+  }
+  ctx.setPc(next);
+  return true;
+}
+
 } // namespace
 
 const GuestAbi &x86_64GuestAbi() {
@@ -106,6 +166,7 @@ const GuestAbi &x86_64GuestAbi() {
       1,     // #DB
       raisesTraceIntno,
       pushesFlags,
+      plainStep,
   };
   return abi;
 }

@@ -34,6 +34,12 @@ constexpr unsigned kIncs = 60;
 // store(): mov $kData,%rdx; mov $7,%eax; inc %eax; mov %rax,(%rdx); inc %eax; inc %eax; ret.
 constexpr std::uint64_t kStore = kText + 0x200;
 constexpr std::uint64_t kData = 0xffffffff82000000ull;
+// calls(): mov $5,%ecx; 1: call f; dec %ecx; jne 1b; ret. f(): inc %eax; a site's 5-byte nop; ret,
+// alone in its line (watched through its last byte, which nothing fetches).
+constexpr std::uint64_t kCalls = kText + 0x300;
+constexpr std::uint64_t kF = kText + 0x380;
+constexpr std::uint64_t kFLineEnd = kF + 0x3f;
+constexpr unsigned kCallsMade = 5;
 
 Bytes guestText() {
   Bytes text(0x1000, 0xcc);
@@ -50,6 +56,14 @@ Bytes guestText() {
   store.insert(store.end(),
                {0xb8, 7, 0, 0, 0, 0xff, 0xc0, 0x48, 0x89, 0x02, 0xff, 0xc0, 0xff, 0xc0, 0xc3});
   std::copy(store.begin(), store.end(), text.begin() + (kStore - kText));
+  const std::uint32_t rel = static_cast<std::uint32_t>(kF - (kCalls + 10));
+  Bytes calls = {0xb9, kCallsMade, 0, 0, 0, 0xe8};
+  for (unsigned i = 0; i < 4; ++i)
+    calls.push_back(static_cast<std::uint8_t>(rel >> (8 * i)));
+  calls.insert(calls.end(), {0xff, 0xc9, 0x75, 0xf7, 0xc3});
+  std::copy(calls.begin(), calls.end(), text.begin() + (kCalls - kText));
+  const Bytes f = {0xff, 0xc0, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
+  std::copy(f.begin(), f.end(), text.begin() + (kF - kText));
   return text;
 }
 
@@ -209,6 +223,36 @@ TEST(BlockRuns, AdoptedEnginesRunTheSameWay) {
   EXPECT_EQ(first.events, second.events);
   EXPECT_EQ(first.atDecisions, second.atDecisions);
   EXPECT_EQ(first.results, second.results);
+}
+
+// A run that reaches watched text stops before it each time, also once the engine stops there
+// without translating the block (the engine's exits), and the site's nop is applied by the
+// machine itself (GuestAbi::plainStep): the same events and registers as the hook before every
+// instruction and Unicorn's own steps.
+TEST(BlockRuns, ARunStopsAtWatchedTextEveryTimeItGetsThere) {
+  const auto events = expectSameBothWays({kCalls, 1000, kFLineEnd});
+  const auto stops = std::count_if(events.begin(), events.end(), [](const EventRecord &e) {
+    return e.kind == EventKind::Run && e.pcAfter == kF && e.outcome == StepOutcome::WatchedStop;
+  });
+  EXPECT_EQ(stops, 2 * kCallsMade); // both tasks, each call
+}
+
+// An adopted engine keeps the exits the last machine's runs made; where this machine watches
+// nothing, a run reaching one goes on as if it were not there.
+TEST(BlockRuns, AnExitOfTheLastMachineDoesNotStopThisOnesRun) {
+  {
+    auto watching = makeMachine({kCalls, 1000, kFLineEnd}, true);
+    run(*watching);
+  }
+  const RunSetup unwatched{kCalls, 1000};
+  auto adopting = makeMachine(unwatched, true);
+  ASSERT_TRUE(adopting->enginesAdopted());
+  const Seen adopted = run(*adopting, 100000); // bounded: a run ended at the exit makes no progress
+  auto reference = makeMachine(unwatched, false);
+  const Seen expected = run(*reference);
+  EXPECT_EQ(adopted.events, expected.events) << adopting->logText();
+  EXPECT_EQ(adopted.atDecisions, expected.atDecisions);
+  EXPECT_EQ(adopted.results, expected.results);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include "ftsim/arch/MachinePort.h"
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace ftsim::arch {
@@ -64,6 +65,16 @@ struct GuestAbi {
   std::uint32_t traceIntno;
   bool (*raisesTraceIntno)(const std::uint8_t *bytes);
   bool (*pushesFlags)(const std::uint8_t *bytes);
+  // A step the machine applies itself, without Unicorn (nullptr: none). Only the instructions a
+  // patch site holds as it is patched (x86: the 5-byte nop, endbr64, nop, call and jmp rel32, jmp
+  // rel8, int3), whose translation Unicorn would otherwise redo after every rewrite of the site.
+  // `bytes`: the instruction's bytes as the CPU fetches them, as many as text holds from pc (up to
+  // 16). False, with nothing changed, for any other instruction or one not whole in `bytes`, and
+  // for a push outside writable data (the machine then steps by Unicorn, which faults as it
+  // should). True with pc, sp and the word pushed as the instruction leaves them, and `trapped`
+  // when it raised trapIntno (pc past the trap, as Unicorn leaves it).
+  bool (*plainStep)(std::uint64_t pc, std::span<const std::uint8_t> bytes, GuestContext &ctx,
+                    bool &trapped);
 };
 
 } // namespace ftsim::arch
