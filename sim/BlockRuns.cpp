@@ -9,9 +9,7 @@
 // that block one instruction at a time, each a step by the trace flag: to the watched instruction,
 // which ends the run as before, or out of the block, where it runs by blocks again. A run
 // therefore ends where a hook before every instruction would end it: before the first instruction
-// that needs a step, or after exactly its budget of instructions. The watched instruction becomes
-// an exit of the engine, where the next run to get there ends without Unicorn translating the
-// block that starts there only for the hook to refuse it.
+// that needs a step, or after exactly its budget of instructions.
 //
 // Only a machine without watched data runs by blocks: a stop asked by a memory hook inside a
 // block takes effect after that access with the pc left at the block's entry (tried in bare
@@ -20,7 +18,6 @@
 
 #include "MachineImpl.h"
 
-#include <algorithm>
 #include <cstring>
 
 namespace ftsim::sim {
@@ -139,20 +136,6 @@ void Machine::Impl::removeTranslations(unsigned cpu, std::uint64_t lo, std::uint
   }
 }
 
-// A bounded number: each is looked up in a tree whenever Unicorn translates an instruction.
-constexpr std::size_t kMaxExits = 1024;
-
-void Machine::Impl::addExit(unsigned cpu, std::uint64_t pc) {
-  CpuRuntime &rt = cpus[cpu];
-  const auto it = std::lower_bound(rt.exits.begin(), rt.exits.end(), pc);
-  if ((it != rt.exits.end() && *it == pc) || rt.exits.size() == kMaxExits)
-    return;
-  rt.exits.insert(it, pc);
-  check(uc_ctl_set_exits(rt.uc, rt.exits.data(), rt.exits.size()), "uc_ctl_set_exits");
-  // Unicorn reads the exits only when it translates: drop the blocks translated through pc.
-  check(uc_ctl_remove_cache(rt.uc, pc, pc + 1), "uc_ctl_remove_cache");
-}
-
 uc_err Machine::Impl::traceStep(unsigned cpu, std::uint64_t pc, const std::uint8_t *window) {
   CpuRuntime &rt = cpus[cpu];
   // A patch site's instruction, applied here (GuestAbi::plainStep); not with watched data, whose
@@ -172,15 +155,7 @@ uc_err Machine::Impl::traceStep(unsigned cpu, std::uint64_t pc, const std::uint8
   if (!rt.traceFlagKnown || !rt.traceFlag)
     setTraceFlag(cpu, true);
   rt.stepStarted = false;
-  // Exits off for a step: Unicorn looks them up when it translates, and a step's translation of
-  // an instruction at an exit must run it (steps translate apart from runs: the trace flag is
-  // part of a translation's key).
-  const bool exits = !rt.exits.empty();
-  if (exits)
-    check(uc_ctl_exits_disable(rt.uc), "uc_ctl_exits_disable");
   const uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
-  if (exits)
-    check(uc_ctl_exits_enable(rt.uc), "uc_ctl_exits_enable");
   if (rt.intno == abi.traceIntno && !abi.raisesTraceIntno(window))
     rt.intno = -1; // the trace flag's trap after the instruction: the step's end, not the guest's
   if (err == UC_ERR_OK && rt.intno < 0 && abi.pushesFlags(window))
@@ -199,28 +174,13 @@ uc_err Machine::Impl::runByBlocks(unsigned cpu, std::uint64_t pc, std::uint64_t 
     rt.lastBlock = {};
     uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
     rt.freeRunning = false;
-    if (err != UC_ERR_OK || rt.intno >= 0)
+    if (err != UC_ERR_OK || rt.intno >= 0 || !rt.blockStop)
       return err;
-    if (!rt.blockStop) {
-      // Ended at one of the engine's exits, before the instruction there: step it as a block of
-      // its own (an exit a run of this machine needs no step at comes with an adopted engine).
-      const std::uint64_t at = readReg(cpu, abi.pcReg);
-      if (!std::binary_search(rt.exits.begin(), rt.exits.end(), at))
-        return err;
-      rt.blockStart = at;
-      rt.blockEnd = at + 1;
-    }
     // Through the block it could not enter, one instruction at a time.
     pc = rt.blockStart;
     do {
-      if (rt.budget == 0)
+      if (rt.budget == 0 || needsStep(cpu, pc))
         return UC_ERR_OK;
-      if (needsStep(cpu, pc)) {
-        // For a watched line, the next run to get here stops at pc with nothing translated there.
-        if (lineWatchedAt(pc) || lineWatchedAt(pc + maxInsn - 1))
-          addExit(cpu, pc);
-        return UC_ERR_OK;
-      }
       std::uint8_t window[16] = {};
       const arch::Bytes bytes = fetchedBytes(cpu, pc, sizeof window);
       if (!bytes.empty())

@@ -60,8 +60,6 @@ void moveEngine(CpuRuntime &to, CpuRuntime &from) {
   to.pristine = std::exchange(from.pristine, nullptr);
   to.blockHook = std::exchange(from.blockHook, 0);
   to.blockHookCpu = std::move(from.blockHookCpu);
-  to.exits = std::move(from.exits);
-  from.exits.clear();
 }
 
 // Per thread: every engine is used only by the thread that opened it.

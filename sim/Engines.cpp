@@ -159,8 +159,7 @@ void Machine::Impl::openEngine(CpuRuntime &cpu) {
         "uc_open");
   // Exits on, none set: uc_emu_start's `until` is ignored, so Unicorn never invalidates and
   // re-translates the block holding it (every step passes the unreachable address as `until`);
-  // the runs end by their instruction count, a hook, a fault, or an exit that runs by blocks set
-  // (BlockRuns.cpp).
+  // the runs end by their instruction count, a hook or a fault.
   check(uc_ctl_exits_enable(cpu.uc), "uc_ctl_exits_enable");
   check(uc_context_alloc(cpu.uc, &cpu.scratch), "uc_context_alloc");
   check(uc_context_alloc(cpu.uc, &cpu.pristine), "uc_context_alloc");
@@ -189,7 +188,6 @@ void closeUnicorn(CpuRuntime &cpu) {
   cpu.hooks.clear();
   cpu.blockHook = 0;
   cpu.blockHookCpu.reset();
-  cpu.exits.clear();
 }
 
 // Each CPU's registers move from the old engine to a new one.

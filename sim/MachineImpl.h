@@ -195,10 +195,6 @@ struct CpuRuntime {
   BlockCount lastBlock;
   bool lastBlockClean = false;
   BlockCounts blockCounts;
-  // The engine's exits, sorted: instructions a run by blocks stopped before to step them. Unicorn
-  // ends a run on reaching one without translating the block that starts there, so the run no
-  // longer translates, only to refuse it, a block holding watched text. They stay with the engine.
-  std::vector<std::uint64_t> exits;
 };
 
 struct DataWatch {
@@ -410,7 +406,6 @@ struct Machine::Impl {
   uc_err runByBlocks(unsigned cpu, std::uint64_t pc, std::uint64_t count);
   bool blockClean(std::uint64_t addr, std::uint32_t size);
   std::uint32_t blockInstructions(unsigned cpu, std::uint64_t addr, std::uint32_t size);
-  void addExit(unsigned cpu, std::uint64_t pc);
   void applyStore();
   bool executeEvent(const EventChoice &choice, Scheduler &scheduler);
   // An Alloc/Free note: the patcher's when it runs, else that of the CPU whose event (a host
