@@ -9,7 +9,10 @@
 // that block one instruction at a time, each a step by the trace flag: to the watched instruction,
 // which ends the run as before, or out of the block, where it runs by blocks again. A run
 // therefore ends where a hook before every instruction would end it: before the first instruction
-// that needs a step, or after exactly its budget of instructions.
+// that needs a step, or after exactly its budget of instructions. A block whose last instruction
+// is a direct call or jump into watched text is stepped the same way: Unicorn would otherwise
+// translate the block at the target, after every rewrite of a site, only for the hook to refuse
+// it.
 //
 // Only a machine without watched data runs by blocks: a stop asked by a memory hook inside a
 // block takes effect after that access with the pc left at the block's entry (tried in bare
@@ -40,9 +43,18 @@ namespace {
   if (address != last.addr || size != last.size) {
     last.addr = address;
     last.size = size;
-    cpu->lastBlockClean = cpu->machine->blockClean(address, size);
-    last.instructions =
-        cpu->lastBlockClean ? cpu->machine->blockInstructions(cpu->index, address, size) : 0;
+    Machine::Impl &m = *cpu->machine;
+    cpu->lastBlockClean = m.blockClean(address, size);
+    last.instructions = 0;
+    if (cpu->lastBlockClean) {
+      const BlockCount &counted = m.countBlock(cpu->index, address, size);
+      last.instructions = counted.instructions;
+      // Into watched text: Unicorn would translate the block there for this hook to refuse it,
+      // again after every rewrite of a site; stepping this one ends the run before it instead.
+      if (counted.hasTarget &&
+          (m.lineWatchedAt(counted.target) || m.lineWatchedAt(counted.target + m.maxInsn - 1)))
+        cpu->lastBlockClean = false;
+    }
   }
   if (!cpu->lastBlockClean || last.instructions > cpu->budget) {
     cpu->blockStop = true;
@@ -106,19 +118,24 @@ bool mayHold(const BlockCounts &counts, std::uint64_t lo, std::uint64_t hi) {
 
 } // namespace
 
-std::uint32_t Machine::Impl::blockInstructions(unsigned cpu, std::uint64_t addr,
-                                               std::uint32_t size) {
+const BlockCount &Machine::Impl::countBlock(unsigned cpu, std::uint64_t addr, std::uint32_t size) {
   BlockCounts &counts = cpus[cpu].blockCounts;
   BlockCount &slot = counts.slots[(addr ^ (addr >> 8)) % counts.slots.size()];
   if (slot.addr == addr && slot.size == size)
-    return slot.instructions;
+    return slot;
   const arch::Bytes bytes = fetchedBytes(cpu, addr, size);
   std::size_t undecoded = bytes.size();
-  const auto count = static_cast<std::uint32_t>(arch.disassemble(bytes, addr, &undecoded).size());
+  const auto insns = arch.disassemble(bytes, addr, &undecoded);
   // Bytes that do not decode end the block with an instruction that faults: one more.
-  slot = {addr, size, count + (undecoded < size ? 1u : 0u)};
+  slot = {addr, size, static_cast<std::uint32_t>(insns.size()) + (undecoded < size ? 1u : 0u)};
+  if (abi.directTarget && !insns.empty() && undecoded >= size) {
+    const auto &lastInsn = insns.back();
+    const auto at = static_cast<std::size_t>(lastInsn.address - addr);
+    slot.hasTarget = abi.directTarget(lastInsn.address, std::span(bytes).subspan(at, lastInsn.size),
+                                      slot.target);
+  }
   markLines(counts, slot);
-  return slot.instructions;
+  return slot;
 }
 
 void Machine::Impl::removeTranslations(unsigned cpu, std::uint64_t lo, std::uint64_t hi) {
@@ -191,6 +208,8 @@ uc_err Machine::Impl::runByBlocks(unsigned cpu, std::uint64_t pc, std::uint64_t 
         return err;
       pc = readReg(cpu, abi.pcReg);
     } while (pc - rt.blockStart < rt.blockEnd - rt.blockStart);
+    if (rt.budget == 0 || needsStep(cpu, pc))
+      return UC_ERR_OK; // before a run there would translate the block it cannot enter
   }
 }
 

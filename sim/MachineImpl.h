@@ -147,6 +147,9 @@ struct BlockCount {
   std::uint64_t addr = 1;
   std::uint32_t size = 0;
   std::uint32_t instructions = 0;
+  // Where its last instruction always goes, a direct call or jump (GuestAbi::directTarget).
+  bool hasTarget = false;
+  std::uint64_t target = 0;
 };
 
 // The counts of the blocks a CPU's runs entered, in a direct-mapped table, and the lines their
@@ -402,10 +405,11 @@ struct Machine::Impl {
   // One instruction by the trace flag; `window`: the bytes at pc (GuestAbi's predicates).
   uc_err traceStep(unsigned cpu, std::uint64_t pc, const std::uint8_t *window);
   // Runs by blocks (BlockRuns.cpp): up to `count` instructions from pc, stopping before watched
-  // text; whether a block's instructions may run unwatched; a block's instruction count.
+  // text; whether a block's instructions may run unwatched; a block's instruction count and
+  // where its last instruction goes, decoded once.
   uc_err runByBlocks(unsigned cpu, std::uint64_t pc, std::uint64_t count);
   bool blockClean(std::uint64_t addr, std::uint32_t size);
-  std::uint32_t blockInstructions(unsigned cpu, std::uint64_t addr, std::uint32_t size);
+  const BlockCount &countBlock(unsigned cpu, std::uint64_t addr, std::uint32_t size);
   void applyStore();
   bool executeEvent(const EventChoice &choice, Scheduler &scheduler);
   // An Alloc/Free note: the patcher's when it runs, else that of the CPU whose event (a host

@@ -82,6 +82,28 @@ std::int64_t rel32(const std::uint8_t *b) {
                                    std::uint32_t{b[2]} << 16 | std::uint32_t{b[3]} << 24);
 }
 
+// A direct call (isCall) or jump whole in `b`, and where it goes.
+bool directBranch(std::uint64_t pc, std::span<const std::uint8_t> b, std::uint64_t &target,
+                  bool &isCall) {
+  if (b.empty())
+    return false;
+  isCall = b[0] == 0xe8;
+  if ((b[0] == 0xe8 || b[0] == 0xe9) && b.size() >= 5) {
+    target = pc + 5 + static_cast<std::uint64_t>(rel32(&b[1]));
+    return true;
+  }
+  if (b[0] == 0xeb && b.size() >= 2) {
+    target = pc + 2 + static_cast<std::uint64_t>(static_cast<std::int8_t>(b[1]));
+    return true;
+  }
+  return false;
+}
+
+bool directTarget(std::uint64_t pc, std::span<const std::uint8_t> b, std::uint64_t &target) {
+  bool isCall = false;
+  return directBranch(pc, b, target, isCall);
+}
+
 bool plainStep(std::uint64_t pc, std::span<const std::uint8_t> b, GuestContext &ctx,
                bool &trapped) {
   static constexpr std::array<std::uint8_t, 5> kNop5{0x0f, 0x1f, 0x44, 0x00, 0x00};
@@ -90,47 +112,27 @@ bool plainStep(std::uint64_t pc, std::span<const std::uint8_t> b, GuestContext &
     return b.size() >= insn.size() && std::equal(insn.begin(), insn.end(), b.begin());
   };
   trapped = false;
-  if (b.empty())
-    return false;
   std::uint64_t next = 0;
-  switch (b[0]) {
-  case 0x90:
+  bool isCall = false;
+  if (directBranch(pc, b, next, isCall)) {
+    if (isCall) {
+      const std::uint64_t ret = pc + 5, sp = ctx.sp() - 8;
+      std::array<std::uint8_t, 8> word{};
+      for (unsigned i = 0; i < 8; ++i)
+        word[i] = static_cast<std::uint8_t>(ret >> (8 * i));
+      if (!ctx.writeMemory(sp, word))
+        return false;
+      ctx.setSp(sp);
+    }
+  } else if (!b.empty() && (b[0] == 0x90 || b[0] == 0xcc)) {
+    trapped = b[0] == 0xcc;
     next = pc + 1;
-    break;
-  case 0xcc:
-    trapped = true;
-    next = pc + 1;
-    break;
-  case 0xeb:
-    if (b.size() < 2)
-      return false;
-    next = pc + 2 + static_cast<std::uint64_t>(static_cast<std::int8_t>(b[1]));
-    break;
-  case 0xe9:
-    if (b.size() < 5)
-      return false;
-    next = pc + 5 + static_cast<std::uint64_t>(rel32(&b[1]));
-    break;
-  case 0xe8: {
-    if (b.size() < 5)
-      return false;
-    const std::uint64_t ret = pc + 5, sp = ctx.sp() - 8;
-    std::array<std::uint8_t, 8> word{};
-    for (unsigned i = 0; i < 8; ++i)
-      word[i] = static_cast<std::uint8_t>(ret >> (8 * i));
-    if (!ctx.writeMemory(sp, word))
-      return false;
-    ctx.setSp(sp);
-    next = ret + static_cast<std::uint64_t>(rel32(&b[1]));
-    break;
-  }
-  default:
-    if (is(kNop5))
-      next = pc + kNop5.size();
-    else if (is(kEndbr64))
-      next = pc + kEndbr64.size();
-    else
-      return false;
+  } else if (is(kNop5)) {
+    next = pc + kNop5.size();
+  } else if (is(kEndbr64)) {
+    next = pc + kEndbr64.size();
+  } else {
+    return false;
   }
   ctx.setPc(next);
   return true;
@@ -167,6 +169,7 @@ const GuestAbi &x86_64GuestAbi() {
       raisesTraceIntno,
       pushesFlags,
       plainStep,
+      directTarget,
   };
   return abi;
 }

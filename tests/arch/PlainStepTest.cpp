@@ -125,6 +125,13 @@ TEST(PlainStep, EachSiteInstructionLeavesWhatUnicornsStepLeaves) {
     EXPECT_EQ(trapped, byUnicorn.intno == static_cast<std::intptr_t>(x86().trapIntno));
     EXPECT_EQ(byMachine.reg(UC_X86_REG_EFLAGS) & ~0x100ull,
               byUnicorn.reg(UC_X86_REG_EFLAGS) & ~0x100ull);
+    // A direct call or jump says where it goes: where Unicorn's step went.
+    std::uint64_t target = 0;
+    const bool direct = x86().directTarget(kPc, insn, target);
+    EXPECT_EQ(direct, insn[0] == 0xe8 || insn[0] == 0xe9 || insn[0] == 0xeb);
+    if (direct) {
+      EXPECT_EQ(target, byUnicorn.reg(UC_X86_REG_RIP));
+    }
   }
 }
 
@@ -146,6 +153,8 @@ TEST(PlainStep, OtherInstructionsAreLeftToUnicornUntouched) {
     EXPECT_FALSE(trapped);
     EXPECT_EQ(e.reg(UC_X86_REG_RIP), kPc);
     EXPECT_EQ(e.reg(UC_X86_REG_RSP), kSp);
+    std::uint64_t target = 0;
+    EXPECT_FALSE(x86().directTarget(kPc, insn, target)); // ret, an indirect call: no fixed target
   }
 }
 
@@ -157,6 +166,8 @@ TEST(PlainStep, AnInstructionNotWholeInTextIsLeftToUnicorn) {
     bool trapped = false;
     EXPECT_FALSE(plainStep(e, call, held, trapped)) << held << " bytes held";
     EXPECT_EQ(e.reg(UC_X86_REG_RIP), kPc);
+    std::uint64_t target = 0;
+    EXPECT_FALSE(x86().directTarget(kPc, std::span(call).first(held), target));
   }
   const std::vector<std::uint8_t> nop{0x0f, 0x1f, 0x44, 0x00, 0x00};
   Engine e(nop);
@@ -177,6 +188,7 @@ TEST(PlainStep, ACallWhoseReturnAddressCannotBePushedIsLeftToUnicorn) {
 }
 
 TEST(PlainStep, PowerpcHasNone) {
+  EXPECT_EQ(arch::archByName("ppc32").guestAbi()->directTarget, nullptr);
   EXPECT_EQ(arch::archByName("ppc32").guestAbi()->plainStep, nullptr);
 }
 

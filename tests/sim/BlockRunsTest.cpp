@@ -225,9 +225,10 @@ TEST(BlockRuns, AdoptedEnginesRunTheSameWay) {
   EXPECT_EQ(first.results, second.results);
 }
 
-// A run that reaches watched text stops before it each time it gets there, and the site's nop
-// in it is applied by the machine itself (GuestAbi::plainStep): the same events and registers as
-// the hook before every instruction and Unicorn's own steps.
+// A run that reaches watched text stops before it each time it gets there: the block calling f is
+// stepped, not run (its call goes into watched text), and the site's nop in f is applied by the
+// machine itself (GuestAbi::plainStep). The same events and registers as the hook before every
+// instruction and Unicorn's own steps.
 TEST(BlockRuns, ARunStopsAtWatchedTextEveryTimeItGetsThere) {
   const auto events = expectSameBothWays({kCalls, 1000, kFLineEnd});
   const auto stops = std::count_if(events.begin(), events.end(), [](const EventRecord &e) {

@@ -75,6 +75,12 @@ struct GuestAbi {
   // when it raised trapIntno (pc past the trap, as Unicorn leaves it).
   bool (*plainStep)(std::uint64_t pc, std::span<const std::uint8_t> bytes, GuestContext &ctx,
                     bool &trapped);
+  // Where the instruction at pc always goes next when it is a direct call or jump (x86: call and
+  // jmp rel32, jmp rel8), whole in `bytes`; false for any other instruction (nullptr: none). A
+  // block that ends with one into watched text is stepped rather than run (sim/README.md, "Plain
+  // steps"), so that Unicorn does not translate the block at the target only to have it refused.
+  bool (*directTarget)(std::uint64_t pc, std::span<const std::uint8_t> bytes,
+                       std::uint64_t &target);
 };
 
 } // namespace ftsim::arch
