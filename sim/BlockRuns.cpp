@@ -51,8 +51,7 @@ namespace {
       last.instructions = counted.instructions;
       // Into watched text: Unicorn would translate the block there for this hook to refuse it,
       // again after every rewrite of a site; stepping this one ends the run before it instead.
-      if (counted.hasTarget &&
-          (m.lineWatchedAt(counted.target) || m.lineWatchedAt(counted.target + m.maxInsn - 1)))
+      if (counted.hasTarget && m.watchedInstructionAt(counted.target))
         cpu->lastBlockClean = false;
     }
   }

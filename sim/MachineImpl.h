@@ -336,6 +336,9 @@ struct Machine::Impl {
   TextRegion *textRange(std::uint64_t addr, std::uint64_t size);
   bool lineWatchedAt(std::uint64_t addr);
   bool needsStep(unsigned cpu, std::uint64_t pc);
+  // Whether an instruction at pc would lie in a watched line (needsStep without a pending
+  // interrupt).
+  bool watchedInstructionAt(std::uint64_t pc);
   void watchLines(std::uint64_t addr, std::uint64_t size);
 
   // Registers and tasks.

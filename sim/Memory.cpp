@@ -164,7 +164,11 @@ bool Machine::Impl::lineWatchedAt(std::uint64_t addr) {
 }
 
 bool Machine::Impl::needsStep(unsigned cpu, std::uint64_t pc) {
-  return state.cpus[cpu].pending() || lineWatchedAt(pc) || lineWatchedAt(pc + maxInsn - 1);
+  return state.cpus[cpu].pending() || watchedInstructionAt(pc);
+}
+
+bool Machine::Impl::watchedInstructionAt(std::uint64_t pc) {
+  return lineWatchedAt(pc) || lineWatchedAt(pc + maxInsn - 1);
 }
 
 void Machine::Impl::watchLines(std::uint64_t addr, std::uint64_t size) {

@@ -70,10 +70,7 @@ public:
                                           std::span<const std::uint8_t> bytes) const override {
     if (bytes.size() < kRel32InsnSize || bytes[0] != kCallOpcode)
       return std::nullopt;
-    const std::int32_t rel = static_cast<std::int32_t>(
-        static_cast<std::uint32_t>(bytes[1]) | static_cast<std::uint32_t>(bytes[2]) << 8 |
-        static_cast<std::uint32_t>(bytes[3]) << 16 | static_cast<std::uint32_t>(bytes[4]) << 24);
-    return site + kRel32InsnSize + static_cast<std::int64_t>(rel);
+    return site + kRel32InsnSize + static_cast<std::int64_t>(x86Rel32(&bytes[1]));
   }
   unsigned dynArchFtraceSize() const override { return 0; }
   unsigned maxInsnSize() const override { return 15; }

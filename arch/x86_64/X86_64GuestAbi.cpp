@@ -77,11 +77,6 @@ std::uint64_t returnAddress(const GuestAbi &, GuestContext &ctx) {
   return ret;
 }
 
-std::int64_t rel32(const std::uint8_t *b) {
-  return static_cast<std::int32_t>(static_cast<std::uint32_t>(b[0]) | std::uint32_t{b[1]} << 8 |
-                                   std::uint32_t{b[2]} << 16 | std::uint32_t{b[3]} << 24);
-}
-
 // A direct call (isCall) or jump whole in `b`, and where it goes.
 bool directBranch(std::uint64_t pc, std::span<const std::uint8_t> b, std::uint64_t &target,
                   bool &isCall) {
@@ -89,7 +84,7 @@ bool directBranch(std::uint64_t pc, std::span<const std::uint8_t> b, std::uint64
     return false;
   isCall = b[0] == 0xe8;
   if ((b[0] == 0xe8 || b[0] == 0xe9) && b.size() >= 5) {
-    target = pc + 5 + static_cast<std::uint64_t>(rel32(&b[1]));
+    target = pc + 5 + static_cast<std::uint64_t>(std::int64_t{x86Rel32(&b[1])});
     return true;
   }
   if (b[0] == 0xeb && b.size() >= 2) {
