@@ -31,6 +31,9 @@ namespace {
 // not fit or needs a step.
 [[gnu::noinline]] void onOtherBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size,
                                     CpuRuntime *cpu) {
+  // Every block Unicorn translates comes here before it runs (the one before it in the run is
+  // another), so its bytes are marked before anything can rewrite them.
+  cpu->machine->noteTranslated(cpu->index, address, size);
   if (!cpu->freeRunning) {
     // A step by the trace flag runs one block of one instruction: a second block is past it (an
     // instruction that cleared the flag ran without its trap).
@@ -115,6 +118,21 @@ bool mayHold(const BlockCounts &counts, std::uint64_t lo, std::uint64_t hi) {
   return false;
 }
 
+// The bits of a line's bytes [offset, offset + n), n >= 1, offset + n <= 64.
+std::uint64_t byteBits(std::uint64_t offset, std::uint64_t n) {
+  return (n == kLineSize ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << offset;
+}
+
+// Calls f(region or null where [lo, hi) is not text, line index, bits) for each line of [lo, hi).
+template <typename F> void eachLine(Machine::Impl &m, std::uint64_t lo, std::uint64_t hi, F f) {
+  for (std::uint64_t a = lo; a < hi;) {
+    const std::uint64_t stop = std::min(hi, lineOf(a) + kLineSize);
+    TextRegion *r = m.textAt(a);
+    f(r, r ? (a - r->base) / kLineSize : 0, byteBits(a % kLineSize, stop - a));
+    a = stop;
+  }
+}
+
 } // namespace
 
 const BlockCount &Machine::Impl::countBlock(unsigned cpu, std::uint64_t addr, std::uint32_t size) {
@@ -137,9 +155,42 @@ const BlockCount &Machine::Impl::countBlock(unsigned cpu, std::uint64_t addr, st
   return slot;
 }
 
+void Machine::Impl::noteTranslated(unsigned cpu, std::uint64_t addr, std::uint32_t size) {
+  if (size == 0) {
+    for (TextRegion &r : text)
+      std::fill(r.translated[cpu].begin(), r.translated[cpu].end(), ~std::uint64_t{0});
+    return;
+  }
+  eachLine(*this, addr, addr + size, [cpu](TextRegion *r, std::uint64_t line, std::uint64_t bits) {
+    if (r)
+      r->translated[cpu][line] |= bits;
+  });
+}
+
+bool Machine::Impl::mayHoldTranslation(unsigned cpu, std::uint64_t lo, std::uint64_t hi) {
+  // Only a block hook sees every block translated; Unicorn's count and a hook before every
+  // instruction leave the translations unseen.
+  if (engineHooks != EngineHooks::Blocks)
+    return true;
+  bool held = false;
+  eachLine(*this, lo, hi, [&](TextRegion *r, std::uint64_t line, std::uint64_t bits) {
+    held |= !r || (r->translated[cpu][line] & bits) != 0; // not text: not known
+  });
+  return held;
+}
+
 void Machine::Impl::removeTranslations(unsigned cpu, std::uint64_t lo, std::uint64_t hi) {
   CpuRuntime &rt = cpus[cpu];
-  uc_ctl_remove_cache(rt.uc, lo, hi);
+  // Unicorn 2.0.1 takes about 2,000 host instructions to find that nothing overlaps a range; a
+  // rewritten site's bytes mostly hold no translated code, as its steps are plain.
+  if (mayHoldTranslation(cpu, lo, hi)) {
+    uc_ctl_remove_cache(rt.uc, lo, hi);
+    // Every block holding a byte of [lo, hi) is gone; its bytes outside stay marked.
+    eachLine(*this, lo, hi, [cpu](TextRegion *r, std::uint64_t line, std::uint64_t bits) {
+      if (r)
+        r->translated[cpu][line] &= ~bits;
+    });
+  }
   BlockCounts &counts = rt.blockCounts;
   if (!mayHold(counts, lo, hi))
     return;

@@ -108,6 +108,7 @@ bool Machine::Impl::adoptText(TextRegion &r) {
   if (!kept)
     return false;
   r.views = std::move(kept->views);
+  r.translated = std::move(kept->translated);
   // The views hold what the last machine left: rewrite the pages that differ, removing their
   // translations only there.
   for (unsigned c = 0; c < config.cpus; ++c) {
@@ -180,7 +181,7 @@ void Machine::Impl::releaseEngines() {
     spare.engines.push_back(std::move(kept));
   }
   for (TextRegion &r : text)
-    spare.text.push_back({r.base, r.size, std::move(r.views)});
+    spare.text.push_back({r.base, r.size, std::move(r.views), std::move(r.translated)});
   for (DataRegion &r : data)
     spare.data.push_back({r.base, r.size, std::move(r.memory)});
   if (pool.spare)

@@ -197,6 +197,8 @@ void Machine::Impl::reopenEngines() {
     saveRegs(cpu.index, regs);
     closeUnicorn(cpu);
     cpu.blockCounts = {};
+    for (TextRegion &r : text) // a new engine has translated nothing
+      std::fill(r.translated[cpu.index].begin(), r.translated[cpu.index].end(), 0);
     openEngine(cpu);
     loadRegs(cpu.index, regs);
   }

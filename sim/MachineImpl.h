@@ -49,7 +49,10 @@ struct TextRegion {
   std::uint64_t base = 0;
   std::uint64_t size = 0;
   HostBuffer canonical;
-  std::vector<HostBuffer> views;         // one per CPU, mapped into that CPU's engine
+  std::vector<HostBuffer> views; // one per CPU, mapped into that CPU's engine
+  // Per CPU, per line: a bit per byte of that CPU's view that a block its engine translated may
+  // hold (BlockRuns.cpp, "translated"); kept with the views, as the translations are.
+  std::vector<std::vector<std::uint64_t>> translated;
   HostBuffer flags;                      // TextFlag per byte
   std::vector<std::uint8_t> lineWatched; // per 64-byte line: a site, written text or trampolines
   // Lines whose canonical bytes, view bytes, flags or watched mark changed since the machine last
@@ -221,6 +224,7 @@ struct SpareEngines {
   struct Text {
     std::uint64_t base = 0, size = 0;
     std::vector<HostBuffer> views; // one per CPU, mapped into that CPU's engine
+    std::vector<std::vector<std::uint64_t>> translated; // TextRegion::translated
   };
   struct Data {
     std::uint64_t base = 0, size = 0;
@@ -371,6 +375,10 @@ struct Machine::Impl {
   // Unicorn's translations of [lo, hi) in `cpu`'s engine, and the blocks counted there, after its
   // view changed.
   void removeTranslations(unsigned cpu, std::uint64_t lo, std::uint64_t hi);
+  // Runs by blocks: the bytes of a block the hook saw, which its engine translated
+  // (TextRegion::translated); size 0 (not known): every byte of text.
+  void noteTranslated(unsigned cpu, std::uint64_t addr, std::uint32_t size);
+  bool mayHoldTranslation(unsigned cpu, std::uint64_t lo, std::uint64_t hi);
   bool rewriteView(unsigned cpu, TextRegion &r, std::uint64_t addr, const std::uint8_t *bytes,
                    std::size_t n);
   void storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t addr,

@@ -101,6 +101,7 @@ void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8
     check(uc_mem_map_ptr(cpu.uc, addr, size, UC_PROT_READ | UC_PROT_EXEC, view.get()),
           "uc_mem_map_ptr(text)");
     r.views.push_back(std::move(view));
+    r.translated.emplace_back(size / kLineSize, 0);
   }
   text.push_back(std::move(r));
   lastText = nullptr;

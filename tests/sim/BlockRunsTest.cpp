@@ -203,6 +203,27 @@ TEST(BlockRuns, ARewrittenBlockIsCountedAgain) {
   EXPECT_EQ(seen[0].results, seen[1].results);
 }
 
+// A rewrite removes the translations that hold its bytes and keeps the others (removeTranslations
+// skips Unicorn where no block seen holds a rewritten byte). The first block, mov; xor; add; dec;
+// jne, and the loop's block, add; dec; jne, share their last 7 bytes. Rewriting the mov's
+// immediate (run already) removes the first block only; the loop's block, still marked, must go
+// when its add becomes `inc %eax; nop` right after, or the rest of the loop runs the old add.
+TEST(BlockRuns, ARewriteRemovesEveryBlockHoldingItsBytes) {
+  std::vector<Seen> seen;
+  for (bool byBlocks : {false, true}) {
+    auto machine = makeMachine({kLoop, 777}, byBlocks);
+    Machine &m = *machine;
+    run(m, 2); // a run on each CPU
+    m.pokeText(kLoop + 1, Bytes{0xea});
+    m.pokeText(kLoop + 7, Bytes{0xff, 0xc0, 0x90});
+    seen.push_back(run(m));
+  }
+  EXPECT_EQ(seen[0].events, seen[1].events);
+  EXPECT_EQ(seen[0].atDecisions, seen[1].atDecisions);
+  EXPECT_EQ(seen[0].results, seen[1].results);
+  EXPECT_NE(seen[1].results[0], 1001u * 1002u / 2); // the add did not run to the end
+}
+
 // The next machine of a thread adopts the engines and their translations, block hook included
 // (EnginePool.cpp): it must report to the new machine's CPUs and run the same way.
 TEST(BlockRuns, AdoptedEnginesRunTheSameWay) {
