@@ -181,14 +181,49 @@ private:
   bool stopped_ = false;
 };
 
+// What the race analysis keeps between the executions of one search (addBacktrackPoints): the log
+// it analysed, the happens-before rows of its events (`stride` words each), and how many of those
+// events the next execution repeats for certain (the log size of the node the search branched at).
+struct RaceCache {
+  std::vector<EventRecord> log;
+  std::vector<std::uint64_t> hb;
+  std::size_t stride = 0;
+  std::size_t stableBelow = 0;
+};
+
 // Source-DPOR race analysis of one execution (Abdulla et al. 2014, Algorithm 1, lines 5-8): for
 // every reversible race e < e', if no initial of v = notdep(e, E).e' is in backtrack(pre(E, e)),
 // add one.
-void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> log) {
+//
+// The relation is kept between the executions of one search (RaceCache): an execution repeats the
+// one before it up to the node the search branched at, so the rows of the events before that
+// node's log size, and those events' races, are the same as before. Their races were analysed
+// then, on the same nodes: each added an initial to its node's backtrack set (which only grows) or
+// found none it could add, and would do the same again. Only the events from there on are
+// analysed; a log that differs earlier (it never should) is analysed from where it differs.
+void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> log,
+                        RaceCache &cache) {
   const std::size_t n = log.size();
   const std::size_t words = (n + 63) / 64;
-  std::vector<std::uint64_t> hb(n * words, 0); // row j: the events that happen before j
-  auto row = [&](std::size_t j) { return hb.data() + j * words; };
+  std::size_t kept = std::min({cache.stableBelow, cache.log.size(), n});
+  for (std::size_t i = 0; i < kept; ++i)
+    if (!(cache.log[i] == log[i])) {
+      kept = i;
+      break;
+    }
+  if (words > cache.stride) { // wider rows: the kept ones move to the new layout
+    std::vector<std::uint64_t> wider(n * words, 0);
+    for (std::size_t j = 0; j < kept; ++j)
+      std::copy_n(cache.hb.data() + j * cache.stride, cache.stride, wider.data() + j * words);
+    cache.hb = std::move(wider);
+    cache.stride = words;
+  }
+  const std::size_t stride = cache.stride;
+  if (cache.hb.size() < n * stride)
+    cache.hb.resize(n * stride);
+  std::fill(cache.hb.begin() + static_cast<std::ptrdiff_t>(kept * stride), cache.hb.end(), 0);
+  // Row j: the events that happen before j.
+  auto row = [&](std::size_t j) { return cache.hb.data() + j * stride; };
   auto has = [&](std::size_t j, std::size_t i) { return (row(j)[i / 64] >> (i % 64)) & 1u; };
   std::vector<std::size_t> nodeOfEvent(n, SIZE_MAX);
   for (std::size_t d = 0; d < stack.size(); ++d)
@@ -199,7 +234,7 @@ void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> l
     }
   std::vector<std::uint64_t> via(words);
   std::vector<std::size_t> preds;
-  for (std::size_t j = 0; j < n; ++j) {
+  for (std::size_t j = kept; j < n; ++j) {
     preds.clear();
     std::fill(via.begin(), via.end(), 0);
     for (std::size_t i = 0; i < j; ++i)
@@ -249,6 +284,8 @@ void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> l
         node.backtrack[*candidate] = true;
     }
   }
+  cache.log.assign(log.begin(), log.end());
+  cache.stableBelow = 0; // until the search says where it branches next
 }
 
 // Records what each node's chosen option did in the execution the machine holds.
@@ -391,6 +428,7 @@ std::vector<SearchItem> searchItem(Exploration &x, const TreeShape &shape, Searc
     return {};
   }
   std::uint64_t ran = 0;
+  RaceCache races;
   while (true) {
     if (x.stats().executions >= x.options().maxExecutions)
       return {}; // budget exhausted: not complete
@@ -410,13 +448,14 @@ std::vector<SearchItem> searchItem(Exploration &x, const TreeShape &shape, Searc
     const auto log = x.harness().machine().events();
     recordBranchEvents(stack, log);
     if (shape.reduction)
-      addBacktrackPoints(stack, log);
+      addBacktrackPoints(stack, log, races);
     if (!x.finish(dfs, dfs.preemptions(), cut, run))
       return {};
     if (!advance(stack, frozen, shape.bound, x.stats())) {
       x.stats().complete = true;
       return {};
     }
+    races.stableBelow = stack.back().logSize; // the node branched at, and every one above it
   }
 }
 

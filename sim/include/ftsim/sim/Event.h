@@ -86,6 +86,8 @@ struct EventRecord {
   std::uint8_t preemptCount = 0; // saturated at 255
   std::uint8_t byteCount = 0;    // valid entries of `bytes`
   std::uint8_t bytes[16] = {};
+
+  bool operator==(const EventRecord &) const = default;
 };
 
 std::string_view eventKindName(EventKind kind);
