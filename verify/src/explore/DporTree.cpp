@@ -189,6 +189,10 @@ struct RaceCache {
   std::vector<std::uint64_t> hb;
   std::size_t stride = 0;
   std::size_t stableBelow = 0;
+  // Scratch, kept for its capacity.
+  std::vector<std::size_t> nodeOfEvent, preds, v;
+  std::vector<std::uint64_t> via;
+  std::vector<int> initials;
 };
 
 // Source-DPOR race analysis of one execution (Abdulla et al. 2014, Algorithm 1, lines 5-8): for
@@ -221,19 +225,22 @@ void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> l
   const std::size_t stride = cache.stride;
   if (cache.hb.size() < n * stride)
     cache.hb.resize(n * stride);
-  std::fill(cache.hb.begin() + static_cast<std::ptrdiff_t>(kept * stride), cache.hb.end(), 0);
+  std::fill(cache.hb.begin() + static_cast<std::ptrdiff_t>(kept * stride),
+            cache.hb.begin() + static_cast<std::ptrdiff_t>(n * stride), 0);
   // Row j: the events that happen before j.
   auto row = [&](std::size_t j) { return cache.hb.data() + j * stride; };
   auto has = [&](std::size_t j, std::size_t i) { return (row(j)[i / 64] >> (i % 64)) & 1u; };
-  std::vector<std::size_t> nodeOfEvent(n, SIZE_MAX);
+  std::vector<std::size_t> &nodeOfEvent = cache.nodeOfEvent;
+  nodeOfEvent.assign(n, SIZE_MAX);
   for (std::size_t d = 0; d < stack.size(); ++d)
     if (stack[d].kind == DecisionKind::Event) {
       const std::size_t e = eventAtOrAfter(log, stack[d].logSize);
       if (e < n)
         nodeOfEvent[e] = d;
     }
-  std::vector<std::uint64_t> via(words);
-  std::vector<std::size_t> preds;
+  std::vector<std::uint64_t> &via = cache.via;
+  via.resize(words);
+  std::vector<std::size_t> &preds = cache.preds;
   for (std::size_t j = kept; j < n; ++j) {
     preds.clear();
     std::fill(via.begin(), via.end(), 0);
@@ -255,8 +262,10 @@ void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> l
         continue;
       Node &node = stack[nodeOfEvent[i]];
       // Initials of v = the events after i that do not happen after i, then j.
-      std::vector<int> initials;
-      std::vector<std::size_t> v;
+      std::vector<int> &initials = cache.initials;
+      std::vector<std::size_t> &v = cache.v;
+      initials.clear();
+      v.clear();
       for (std::size_t k = i + 1; k < j; ++k)
         if (!has(k, i))
           v.push_back(k);
