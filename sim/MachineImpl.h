@@ -51,7 +51,8 @@ struct TextRegion {
   HostBuffer canonical;
   std::vector<HostBuffer> views; // one per CPU, mapped into that CPU's engine
   // Per CPU, per line: a bit per byte of that CPU's view that a block its engine translated may
-  // hold (BlockRuns.cpp, "translated"); kept with the views, as the translations are.
+  // hold (Machine::Impl::noteTranslated; sim/README.md, "Removals Unicorn need not make"); kept
+  // with the views, as the translations are.
   std::vector<std::vector<std::uint64_t>> translated;
   HostBuffer flags;                      // TextFlag per byte
   std::vector<std::uint8_t> lineWatched; // per 64-byte line: a site, written text or trampolines
@@ -340,8 +341,8 @@ struct Machine::Impl {
   TextRegion *textRange(std::uint64_t addr, std::uint64_t size);
   bool lineWatchedAt(std::uint64_t addr);
   bool needsStep(unsigned cpu, std::uint64_t pc);
-  // Whether an instruction at pc would lie in a watched line (needsStep without a pending
-  // interrupt).
+  // Whether an instruction at pc would lie in a watched line (needsStep without the CPU's pending
+  // stale-fetch state).
   bool watchedInstructionAt(std::uint64_t pc);
   void watchLines(std::uint64_t addr, std::uint64_t size);
 
