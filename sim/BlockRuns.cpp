@@ -27,10 +27,11 @@ namespace ftsim::sim {
 
 namespace {
 
-// Every other case of onBlock: a step, a block other than the last one judged, a block that does
-// not fit or needs a step.
+// Every other case of onBlock: a step, a block other than the one the gate holds, a block that
+// does not fit or needs a step.
 [[gnu::noinline]] void onOtherBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size,
-                                    CpuRuntime *cpu) {
+                                    BlockGate *gate) {
+  CpuRuntime *cpu = gate->cpu;
   // Every block Unicorn translates comes here before it runs (the one before it in the run is
   // another), so its bytes are marked before anything can rewrite them.
   cpu->machine->noteTranslated(cpu->index, address, size);
@@ -58,29 +59,30 @@ namespace {
         cpu->lastBlockClean = false;
     }
   }
-  if (!cpu->lastBlockClean || last.instructions > cpu->budget) {
+  if (!cpu->lastBlockClean || last.instructions > gate->budget) {
     cpu->blockStop = true;
     cpu->blockStart = address;
     cpu->blockEnd = address + size;
     uc_emu_stop(uc);
     return;
   }
-  cpu->budget -= last.instructions;
+  gate->budget -= last.instructions;
+  gate->addr = address;
+  gate->size = size;
+  gate->instructions = last.instructions;
 }
 
 } // namespace
 
-// The common case first, in a function that saves no register: a run entering the block it
-// entered last (a loop), which fits.
+// The common case first, in a function that saves no register: a free run entering the clean
+// block it entered last (a loop), which fits.
 void onBlock(uc_engine *uc, std::uint64_t address, std::uint32_t size, void *user) {
-  CpuRuntime *cpu = *static_cast<CpuRuntime **>(user);
-  const BlockCount &last = cpu->lastBlock;
-  if (cpu->freeRunning && address == last.addr && size == last.size && cpu->lastBlockClean &&
-      last.instructions <= cpu->budget) {
-    cpu->budget -= last.instructions;
+  BlockGate *gate = static_cast<BlockGate *>(user);
+  if (address == gate->addr && size == gate->size && gate->instructions <= gate->budget) {
+    gate->budget -= gate->instructions;
     return;
   }
-  onOtherBlock(uc, address, size, cpu);
+  onOtherBlock(uc, address, size, gate);
 }
 
 bool Machine::Impl::blockClean(std::uint64_t addr, std::uint32_t size) {
@@ -236,10 +238,15 @@ uc_err Machine::Impl::runByBlocks(unsigned cpu, std::uint64_t pc, std::uint64_t 
   for (;;) {
     if (!rt.traceFlagKnown || rt.traceFlag)
       setTraceFlag(cpu, false);
+    BlockGate &gate = *rt.blockGate;
     rt.freeRunning = true;
     rt.blockStop = false;
     rt.lastBlock = {};
+    gate.addr = 1;
+    gate.budget = rt.budget;
     uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
+    rt.budget = gate.budget;
+    gate.addr = 1;
     rt.freeRunning = false;
     if (err != UC_ERR_OK || rt.intno >= 0 || !rt.blockStop)
       return err;

@@ -59,7 +59,7 @@ void moveEngine(CpuRuntime &to, CpuRuntime &from) {
   to.scratch = std::exchange(from.scratch, nullptr);
   to.pristine = std::exchange(from.pristine, nullptr);
   to.blockHook = std::exchange(from.blockHook, 0);
-  to.blockHookCpu = std::move(from.blockHookCpu);
+  to.blockGate = std::move(from.blockGate);
 }
 
 // Per thread: every engine is used only by the thread that opened it.

@@ -136,12 +136,12 @@ void Machine::Impl::addEngineHooks(CpuRuntime &cpu) {
   case EngineHooks::Blocks:
     // One block hook, alone of its kind: Unicorn 2.0.1 then calls it directly from translated
     // code (two of them made a 3-instruction loop six times slower, through its generic helper).
-    if (!cpu.blockHookCpu)
-      cpu.blockHookCpu = std::make_unique<CpuRuntime *>();
-    *cpu.blockHookCpu = &cpu;
+    if (!cpu.blockGate)
+      cpu.blockGate = std::make_unique<BlockGate>();
+    cpu.blockGate->cpu = &cpu;
     if (!cpu.blockHook)
       check(uc_hook_add(cpu.uc, &cpu.blockHook, UC_HOOK_BLOCK, reinterpret_cast<void *>(&onBlock),
-                        cpu.blockHookCpu.get(), 1, 0),
+                        cpu.blockGate.get(), 1, 0),
             "uc_hook_add(BLOCK)");
     break;
   }
@@ -187,7 +187,7 @@ void closeUnicorn(CpuRuntime &cpu) {
   cpu.uc = nullptr;
   cpu.hooks.clear();
   cpu.blockHook = 0;
-  cpu.blockHookCpu.reset();
+  cpu.blockGate.reset();
 }
 
 // Each CPU's registers move from the old engine to a new one.

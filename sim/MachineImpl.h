@@ -164,6 +164,21 @@ struct BlockCounts {
   std::array<std::uint64_t, 4> lines{};
 };
 
+struct CpuRuntime;
+
+// What the block hook reads on its common path, a loop (BlockRuns.cpp), in one place it reaches
+// from its user pointer: the block the run may enter again without a look (addr 1: none; set only
+// while the run is free and that block is clean), its instruction count, the run's budget and the
+// CPU to report anything else to. It stays with the engine when a machine adopts it
+// (EnginePool.cpp), and only the CPU changes.
+struct BlockGate {
+  std::uint64_t addr = 1;
+  std::uint32_t size = 0;
+  std::uint32_t instructions = 0;
+  std::uint64_t budget = 0;
+  CpuRuntime *cpu = nullptr;
+};
+
 // Per-CPU runtime: the engine and what its hooks report during one uc_emu_start.
 struct CpuRuntime {
   Machine::Impl *machine = nullptr;
@@ -172,12 +187,13 @@ struct CpuRuntime {
   uc_context *scratch = nullptr;
   uc_context *pristine = nullptr; // the registers of the engine as opened (EnginePool.cpp)
   std::vector<uc_hook> hooks;     // every hook added to the engine but the block hook
-  // The block hook (EngineHooks::Blocks) and the CPU it reports to. It stays with the engine when a
-  // machine adopts it (EnginePool.cpp), and only the CPU changes: Unicorn 2.0.1 calls a lone block
-  // hook directly from the blocks it translated, and those translations are kept.
+  // The block hook (EngineHooks::Blocks) and its gate. Both stay with the engine when a machine
+  // adopts it (EnginePool.cpp): Unicorn 2.0.1 calls a lone block hook directly from the blocks it
+  // translated, with the user pointer it was added with, and those translations are kept.
   uc_hook blockHook = 0;
-  std::unique_ptr<CpuRuntime *> blockHookCpu;
-  std::uint64_t budget = 0;    // instructions this start or run may still run (onCode, onBlock)
+  std::unique_ptr<BlockGate> blockGate;
+  std::uint64_t budget = 0;    // instructions this start may still run (onCode; a run by blocks's
+                               // is its gate's while Unicorn runs)
   std::uint64_t clearLine = 1; // a line no instruction of which needs a step (onCode); 1: none
   bool freeRunning = false;
   std::int64_t intno = -1;
