@@ -2,63 +2,12 @@
 // analysis, the search of a subtree and the frontier of a split tree (DporTree.h).
 
 #include "DporTree.h"
+#include "HappensBefore.h"
 
 #include "ftsim/arch/Error.h"
 
 namespace ftsim::verify::detail {
 namespace {
-
-bool overlap(std::uint64_t a, std::uint64_t an, std::uint64_t b, std::uint64_t bn) {
-  return a < b + bn && b < a + an;
-}
-
-bool dependent(const EventRecord &a, const EventRecord &b) {
-  const int pa = processOf(a), pb = processOf(b);
-  if (pa == pb)
-    return true;
-  if (pa == kPatcher || pb == kPatcher) {
-    const EventRecord &p = pa == kPatcher ? a : b;
-    const EventRecord &o = pa == kPatcher ? b : a;
-    // A timer interrupt's handler entry too: it moves the CPU into other code (conservatively
-    // dependent, like a preemption).
-    if (o.kind == EventKind::Ipi || o.kind == EventKind::Preempt || o.kind == EventKind::Irq)
-      return true;
-    // Entering and leaving user mode change whom the patcher's next sync interrupts (and, with
-    // deferSyncInUser, whom it waits for); the sync runs in the continuation of a store or a
-    // publication.
-    if (o.outcome == sim::StepOutcome::UserEnter || o.outcome == sim::StepOutcome::KernelEntry)
-      return p.kind == EventKind::Store || p.kind == EventKind::Publish;
-    switch (p.kind) {
-    case EventKind::Store:
-      return o.kind == EventKind::FetchLine || serialises(o) ||
-             (o.fetchSize && overlap(p.storeAddr, p.storeSize, o.fetchAddr, o.fetchSize));
-    case EventKind::Publish:
-      // A publication that is a data access of the patcher's own guest code (publishAccess())
-      // conflicts with another CPU's access to the same bytes when either writes; one without a
-      // footprint may write any watched guest data (function_trace_op).
-      if (!p.dataSize)
-        return o.sharedRead || o.dataSize;
-      return o.sharedRead || (o.dataSize && (p.dataWrite || o.dataWrite) &&
-                              overlap(p.dataAddr, p.dataSize, o.dataAddr, o.dataSize));
-    case EventKind::Free:
-      return o.fetchSize && overlap(p.storeAddr, p.detail, o.fetchAddr, o.fetchSize);
-    default:
-      return false;
-    }
-  }
-  if (a.cpu == b.cpu) {
-    if (a.kind == EventKind::Preempt || b.kind == EventKind::Preempt || a.kind == EventKind::Irq ||
-        b.kind == EventKind::Irq)
-      return true;
-    if (a.kind == EventKind::Ipi)
-      return touchesCpuState(b);
-    if (b.kind == EventKind::Ipi)
-      return touchesCpuState(a);
-    return true;
-  }
-  return a.dataSize && b.dataSize && (a.dataWrite || b.dataWrite) &&
-         overlap(a.dataAddr, a.dataSize, b.dataAddr, b.dataSize);
-}
 
 // --- Depth-first exploration ---------------------------------------------------------------------
 
@@ -182,16 +131,14 @@ private:
 };
 
 // What the race analysis keeps between the executions of one search (addBacktrackPoints): the log
-// it analysed, the happens-before rows of its events (`stride` words each), and how many of those
-// events the next execution repeats for certain (the log size of the node the search branched at).
+// it analysed, the happens-before relation of its events, and how many of those events the next
+// execution repeats for certain (the log size of the node the search branched at).
 struct RaceCache {
   std::vector<EventRecord> log;
-  std::vector<std::uint64_t> hb;
-  std::size_t stride = 0;
+  HappensBefore hb;
   std::size_t stableBelow = 0;
   // Scratch, kept for its capacity.
-  std::vector<std::size_t> nodeOfEvent, preds, v;
-  std::vector<std::uint64_t> via;
+  std::vector<std::size_t> nodeOfEvent, v;
   std::vector<int> initials;
 };
 
@@ -208,28 +155,12 @@ struct RaceCache {
 void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> log,
                         RaceCache &cache) {
   const std::size_t n = log.size();
-  const std::size_t words = (n + 63) / 64;
   std::size_t kept = std::min({cache.stableBelow, cache.log.size(), n});
   for (std::size_t i = 0; i < kept; ++i)
     if (!(cache.log[i] == log[i])) {
       kept = i;
       break;
     }
-  if (words > cache.stride) { // wider rows: the kept ones move to the new layout
-    std::vector<std::uint64_t> wider(n * words, 0);
-    for (std::size_t j = 0; j < kept; ++j)
-      std::copy_n(cache.hb.data() + j * cache.stride, cache.stride, wider.data() + j * words);
-    cache.hb = std::move(wider);
-    cache.stride = words;
-  }
-  const std::size_t stride = cache.stride;
-  if (cache.hb.size() < n * stride)
-    cache.hb.resize(n * stride);
-  std::fill(cache.hb.begin() + static_cast<std::ptrdiff_t>(kept * stride),
-            cache.hb.begin() + static_cast<std::ptrdiff_t>(n * stride), 0);
-  // Row j: the events that happen before j.
-  auto row = [&](std::size_t j) { return cache.hb.data() + j * stride; };
-  auto has = [&](std::size_t j, std::size_t i) { return (row(j)[i / 64] >> (i % 64)) & 1u; };
   std::vector<std::size_t> &nodeOfEvent = cache.nodeOfEvent;
   nodeOfEvent.assign(n, SIZE_MAX);
   for (std::size_t d = 0; d < stack.size(); ++d)
@@ -238,61 +169,42 @@ void addBacktrackPoints(std::vector<Node> &stack, std::span<const EventRecord> l
       if (e < n)
         nodeOfEvent[e] = d;
     }
-  std::vector<std::uint64_t> &via = cache.via;
-  via.resize(words);
-  std::vector<std::size_t> &preds = cache.preds;
-  for (std::size_t j = kept; j < n; ++j) {
-    preds.clear();
-    std::fill(via.begin(), via.end(), 0);
-    for (std::size_t i = 0; i < j; ++i)
-      if (dependent(log[i], log[j])) {
-        preds.push_back(i);
-        for (std::size_t w = 0; w < words; ++w)
-          via[w] |= row(i)[w];
-      }
-    for (std::size_t i : preds) {
-      row(j)[i / 64] |= 1ull << (i % 64);
-      for (std::size_t w = 0; w < words; ++w)
-        row(j)[w] |= row(i)[w];
+  const HappensBefore &hb = cache.hb;
+  cache.hb.extend(log, kept, [&](std::size_t i, std::size_t j) {
+    if (processOf(log[i]) == processOf(log[j]) || nodeOfEvent[i] == SIZE_MAX)
+      return;
+    Node &node = stack[nodeOfEvent[i]];
+    // Initials of v = the events after i that do not happen after i, then j.
+    std::vector<int> &initials = cache.initials;
+    std::vector<std::size_t> &v = cache.v;
+    initials.clear();
+    v.clear();
+    for (std::size_t k = i + 1; k < j; ++k)
+      if (!hb.has(k, i))
+        v.push_back(k);
+    v.push_back(j);
+    for (std::size_t a = 0; a < v.size(); ++a) {
+      bool first = true;
+      for (std::size_t b = 0; b < a && first; ++b)
+        first = !hb.has(v[a], v[b]);
+      const int p = processOf(log[v[a]]);
+      if (first && std::find(initials.begin(), initials.end(), p) == initials.end())
+        initials.push_back(p);
     }
-    for (std::size_t i : preds) {
-      if ((via[i / 64] >> (i % 64)) & 1u)
-        continue; // ordered through another event: not a race
-      if (processOf(log[i]) == processOf(log[j]) || nodeOfEvent[i] == SIZE_MAX)
+    bool covered = false;
+    std::optional<std::uint32_t> candidate;
+    for (std::uint32_t o = 0; o < node.options; ++o) {
+      if (std::find(initials.begin(), initials.end(), node.processes[o]) == initials.end())
         continue;
-      Node &node = stack[nodeOfEvent[i]];
-      // Initials of v = the events after i that do not happen after i, then j.
-      std::vector<int> &initials = cache.initials;
-      std::vector<std::size_t> &v = cache.v;
-      initials.clear();
-      v.clear();
-      for (std::size_t k = i + 1; k < j; ++k)
-        if (!has(k, i))
-          v.push_back(k);
-      v.push_back(j);
-      for (std::size_t a = 0; a < v.size(); ++a) {
-        bool first = true;
-        for (std::size_t b = 0; b < a && first; ++b)
-          first = !has(v[a], v[b]);
-        const int p = processOf(log[v[a]]);
-        if (first && std::find(initials.begin(), initials.end(), p) == initials.end())
-          initials.push_back(p);
-      }
-      bool covered = false;
-      std::optional<std::uint32_t> candidate;
-      for (std::uint32_t o = 0; o < node.options; ++o) {
-        if (std::find(initials.begin(), initials.end(), node.processes[o]) == initials.end())
-          continue;
-        if (node.backtrack[o])
-          covered = true;
-        if (!candidate ||
-            (node.asleep(node.processes[*candidate]) && !node.asleep(node.processes[o])))
-          candidate = o;
-      }
-      if (!covered && candidate)
-        node.backtrack[*candidate] = true;
+      if (node.backtrack[o])
+        covered = true;
+      if (!candidate ||
+          (node.asleep(node.processes[*candidate]) && !node.asleep(node.processes[o])))
+        candidate = o;
     }
-  }
+    if (!covered && candidate)
+      node.backtrack[*candidate] = true;
+  });
   cache.log.assign(log.begin(), log.end());
   cache.stableBelow = 0; // until the search says where it branches next
 }
