@@ -5,6 +5,7 @@
 
 #include "Fiber.h"
 #include "GuestAbi.h"
+#include "StaleHistory.h"
 
 #include "ftsim/sim/Machine.h"
 
@@ -122,8 +123,7 @@ struct CpuState {
   bool preemptible() const { return takesInterrupts() && preemptCount == 0; }
   std::uint64_t switches = 0;
   std::set<std::uint64_t> dirtyLines; // line model: view lines behind
-  std::map<std::uint64_t, std::vector<std::uint8_t>>
-      history; // stale model: granule values since sync
+  StaleHistory history;               // stale model: granule values since sync
   bool pending() const { return !dirtyLines.empty() || !history.empty(); }
 };
 

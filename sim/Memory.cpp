@@ -226,7 +226,8 @@ void Machine::Impl::serialise(unsigned cpu) {
       removeTranslations(cpu, runStart, runEnd);
   };
   const unsigned granule = arch.insnAlignment();
-  for (const auto &[addr, values] : cs.history) {
+  for (const StaleHistory::Granule &g : cs.history) {
+    const std::uint64_t addr = g.addr;
     TextRegion *r = textAt(addr);
     std::uint8_t *slot = r->views[cpu].get() + (addr - r->base);
     const std::uint8_t *canonical = r->canonical.get() + (addr - r->base);
@@ -261,9 +262,9 @@ void Machine::Impl::chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &
   std::uint64_t end = std::min(pc + maxInsn, r->base + r->size);
   std::uint8_t *view = r->views[cpu].get();
   std::uint64_t lo = 0, hi = 0;
-  for (auto it = cs.history.lower_bound(pc - pc % granule);
-       it != cs.history.end() && it->first < end; ++it) {
-    std::uint64_t addr = it->first;
+  for (auto it = cs.history.lowerBound(pc - pc % granule); it != cs.history.end() && it->addr < end;
+       ++it) {
+    std::uint64_t addr = it->addr;
     if (addr > pc && granule == 1) {
       std::span<const std::uint8_t> bytes(view + (pc - r->base), end - pc);
       auto insns = arch.disassemble(bytes, pc);
@@ -272,12 +273,12 @@ void Machine::Impl::chooseStaleBytes(unsigned cpu, std::uint64_t pc, Scheduler &
     }
     DecisionPoint point;
     point.kind = DecisionKind::StaleByte;
-    point.options = static_cast<std::uint32_t>(it->second.size() / granule);
+    point.options = static_cast<std::uint32_t>(it->values.size() / granule);
     point.cpu = cpu;
     point.addr = addr;
-    point.values = it->second;
+    point.values = it->bytes();
     std::uint32_t choice = decide(scheduler, point);
-    const std::uint8_t *value = it->second.data() + std::size_t{choice} * granule;
+    const std::uint8_t *value = it->bytes().data() + std::size_t{choice} * granule;
     std::uint8_t *slot = view + (addr - r->base);
     if (std::memcmp(slot, value, granule) != 0) {
       std::memcpy(slot, value, granule);
@@ -310,8 +311,7 @@ void Machine::Impl::storeIntoView(unsigned cpu, TextRegion &r, std::uint64_t add
                                   std::span<const std::uint8_t> bytes) {
   if (rewriteView(cpu, r, addr, bytes.data(), bytes.size()))
     r.touch(addr - r.base, bytes.size());
-  auto &h = state.cpus[cpu].history;
-  h.erase(h.lower_bound(addr - addr % arch.insnAlignment()), h.lower_bound(addr + bytes.size()));
+  state.cpus[cpu].history.erase(addr - addr % arch.insnAlignment(), addr + bytes.size());
 }
 
 // StoreReach::AtLineRead: the lines the store touches are behind in `cpu`'s view.
@@ -332,7 +332,8 @@ void Machine::Impl::rememberGranules(unsigned cpu, const TextRegion &r, std::uin
     for (unsigned i = 0; i < granule; ++i)
       if (g + i >= addr && g + i < addr + bytes.size())
         after[i] = bytes[g + i - addr];
-    std::vector<std::uint8_t> &h = state.cpus[cpu].history[g];
+    StaleHistory &history = state.cpus[cpu].history;
+    std::string &h = history.valuesAt(g);
     auto holds = [&](const std::uint8_t *v) {
       for (std::size_t k = 0; k < h.size(); k += granule)
         if (std::memcmp(h.data() + k, v, granule) == 0)
@@ -340,11 +341,11 @@ void Machine::Impl::rememberGranules(unsigned cpu, const TextRegion &r, std::uin
       return false;
     };
     if (h.empty())
-      h.insert(h.end(), before, before + granule);
+      h.append(reinterpret_cast<const char *>(before), granule);
     if (!holds(after))
-      h.insert(h.end(), after, after + granule);
+      h.append(reinterpret_cast<const char *>(after), granule);
     if (h.size() == granule)
-      state.cpus[cpu].history.erase(g);
+      history.erase(g, g + 1);
   }
 }
 

@@ -79,9 +79,9 @@ std::uint64_t Machine::stateHash() const {
     h.word(cs.switches);
     for (std::uint64_t line : cs.dirtyLines)
       h.word(line);
-    for (const auto &[granule, values] : cs.history) {
-      h.word(granule);
-      h.bytes(values);
+    for (const StaleHistory::Granule &g : cs.history) {
+      h.word(g.addr);
+      h.bytes(g.bytes().data(), g.bytes().size());
     }
     if (cs.current >= 0)
       for (int reg : m.abi.stateRegs)

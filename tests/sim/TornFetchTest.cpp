@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 namespace ftsim::sim {
 namespace {
@@ -208,6 +210,7 @@ struct StaleOutcomes {
   unsigned torn = 0;
   unsigned staleDecisions = 0;
   std::vector<arch::Bytes> fetched;
+  std::set<std::pair<std::uint64_t, std::uint32_t>> offered; // each stale choice: byte, values
 };
 
 StaleOutcomes exploreStale(bool withSync) {
@@ -233,8 +236,13 @@ StaleOutcomes exploreStale(bool withSync) {
         port.syncCores();
     });
     ReplayScheduler replay(prefix, &patcherFirst);
+    FunctionScheduler recording([&](const Machine &machine, const DecisionPoint &p) {
+      if (p.kind == DecisionKind::StaleByte)
+        out.offered.emplace(p.addr - s.site, p.options);
+      return replay.decide(machine, p);
+    });
     // Run up to CPU 1's first fetch of the site: the choices after it are another question.
-    while (!siteFetch(m, s.site) && m.run(replay, 1).events == 1) {
+    while (!siteFetch(m, s.site) && m.run(recording, 1).events == 1) {
     }
     ++out.executions;
     if (findingOf(m, FindingKind::TornFetch))
@@ -272,6 +280,15 @@ TEST(TornFetch, StaleFetchWithoutSyncCanSeeTheSlideBytes) {
   EXPECT_NE(
       std::find(o.fetched.begin(), o.fetched.end(), arch::Bytes{0x0f, 0x1f, 0x2e, 0x00, 0x00}),
       o.fetched.end());
+}
+
+TEST(TornFetch, StaleFetchIsOfferedOnlyTheBytesAStoreChanged) {
+  // The byte stores write all five bytes of the call over the nop, but bytes 3-4 are 00 in both:
+  // a store of the value a byte already holds leaves it nothing stale to choose from. Bytes 0-2
+  // each offer the old value and the new one.
+  StaleOutcomes o = exploreStale(false);
+  const std::set<std::pair<std::uint64_t, std::uint32_t>> expected{{0, 2}, {1, 2}, {2, 2}};
+  EXPECT_EQ(o.offered, expected);
 }
 
 TEST(TornFetch, StaleFetchAfterSyncCannotTear) {
