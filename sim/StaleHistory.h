@@ -36,16 +36,14 @@ public:
   }
   // The values of the granule at `addr`, none yet if it had no history.
   std::string &valuesAt(std::uint64_t addr) {
-    auto it = granules_.begin() + (lowerBound(addr) - granules_.cbegin());
-    if (it == granules_.end() || it->addr != addr)
-      it = granules_.insert(it, Granule{addr, {}});
-    return it->values;
+    const auto at = lowerBound(addr);
+    if (at != end() && at->addr == addr)
+      return granules_[static_cast<std::size_t>(at - begin())].values;
+    return granules_.insert(at, Granule{addr, {}})->values;
   }
   // Forgets the granules at addresses in [lo, hi).
   void erase(std::uint64_t lo, std::uint64_t hi) {
-    const auto first = granules_.begin() + (lowerBound(lo) - granules_.cbegin());
-    const auto last = granules_.begin() + (lowerBound(hi) - granules_.cbegin());
-    granules_.erase(first, last);
+    granules_.erase(lowerBound(lo), lowerBound(hi));
   }
 
 private:

@@ -1,5 +1,6 @@
-// The exhaustive explorer's tree: dependency, the depth-first scheduler, source-DPOR's race
-// analysis, the search of a subtree and the frontier of a split tree (DporTree.h).
+// The exhaustive explorer's tree: the depth-first scheduler, source-DPOR's race analysis (on the
+// happens-before relation of HappensBefore.h), the search of a subtree and the frontier of a split
+// tree (DporTree.h).
 
 #include "DporTree.h"
 #include "HappensBefore.h"
