@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <numeric>
 
 namespace ftsim::verify {
@@ -253,6 +254,39 @@ TEST(Subtrees, TheBudgetIsCountedInTreeOrderWhateverTheWorkers) {
     else
       EXPECT_EQ(*first, st) << "jobs " << jobs;
   }
+}
+
+// The workers build their harnesses while the tree is planned, as many as the subtrees asked for;
+// a plan with more subtrees starts the other workers after it, and a harness that cannot be built
+// stops the search with its own error.
+TEST(Subtrees, WorkersBuiltBeforeThePlanEndWithItsResultOrTheirError) {
+  const Scenario s = site("int3", 2, 1);
+  SiteHarness one(s);
+  ExploreStats a = explore(one, splitOptions(s, 7, 1)).stats;
+  ASSERT_TRUE(a.complete);
+  ASSERT_GT(a.subtrees, 7u); // 8: one worker more than those built early
+  SiteHarness many(s);
+  ExploreStats b = explore(many, splitOptions(s, 7, 12)).stats;
+  a.seconds = b.seconds = 0;
+  EXPECT_EQ(a, b);
+
+  SiteHarness h(s);
+  ExploreOptions o = splitOptions(s, 16, 3);
+  int built = 0;
+  std::mutex mutex;
+  o.newHarness = [&]() -> std::unique_ptr<Harness> {
+    std::lock_guard lock(mutex);
+    if (++built == 2)
+      throw FatalError("the second worker's harness");
+    return std::make_unique<SiteHarness>(s);
+  };
+  try {
+    explore(h, o);
+    ADD_FAILURE() << "the search went on without a worker";
+  } catch (const FatalError &e) {
+    EXPECT_STREQ(e.what(), "the second worker's harness");
+  }
+  EXPECT_EQ(built, 2);
 }
 
 // The progress line's estimate: finished subtrees count as themselves, a running one as its

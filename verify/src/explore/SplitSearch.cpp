@@ -1,7 +1,8 @@
 // The search of a split tree on worker threads (Subtrees.h, searchSplit): the workers share the
 // subtrees' pieces out of one queue, the pieces a split leaves first, so that every worker helps
 // with a large subtree rather than waiting for it; each subtree's result is assembled from its
-// pieces in depth-first order and merged as a whole.
+// pieces in depth-first order and merged as a whole. The other workers build their harnesses while
+// this thread plans the tree.
 
 #include "ftsim/verify/explore/PieceQueue.h"
 #include "ftsim/verify/explore/Subtrees.h"
@@ -27,10 +28,84 @@ struct Slot {
   std::atomic<double> searched{0};
 };
 
+// The worker threads besides the caller's. Each builds its harness at once, so that building them
+// overlaps the plan (a serial part of every search: on the 3-CPU int3 tree, a harness is about a
+// twentieth of a whole search's time on one worker), then waits for its job; every engine stays on
+// the thread that created it. As many start early as the plan will likely need (at most one per
+// subtree asked for); the rest start with the job. Those given no job (a plan with fewer subtrees
+// left than threads) end, their harnesses unused.
+class Crew {
+public:
+  using Job = std::function<void(unsigned worker, Harness *harness, std::exception_ptr failed)>;
+  using NewHarness = std::function<std::unique_ptr<Harness>()>;
+
+  Crew(unsigned early, const NewHarness &newHarness) : newHarness_(newHarness) {
+    for (unsigned w = 1; w <= early; ++w)
+      spawn(w);
+  }
+  ~Crew() { join(); }
+  Crew(const Crew &) = delete;
+  Crew &operator=(const Crew &) = delete;
+
+  // Workers 1 to `workers` - 1 run `job`; the others end.
+  void start(Job job, unsigned workers) {
+    {
+      std::lock_guard lock(mutex_);
+      if (started_)
+        return;
+      if (job)
+        job_ = [job = std::move(job), workers](unsigned w, Harness *h, std::exception_ptr e) {
+          if (w < workers)
+            job(w, h, std::move(e));
+        };
+      started_ = true;
+    }
+    ready_.notify_all();
+    for (auto w = static_cast<unsigned>(threads_.size()) + 1; w < workers; ++w)
+      spawn(w);
+  }
+  void join() {
+    start(nullptr, 0);
+    for (std::thread &t : threads_)
+      if (t.joinable())
+        t.join();
+  }
+
+private:
+  void spawn(unsigned w) {
+    threads_.emplace_back([this, w] {
+      std::unique_ptr<Harness> own;
+      std::exception_ptr failed;
+      try {
+        own = newHarness_();
+      } catch (...) {
+        failed = std::current_exception(); // reported by the job, as any worker's failure
+      }
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return started_; });
+        job = job_;
+      }
+      if (job)
+        job(w, own.get(), failed);
+    });
+  }
+
+  const NewHarness &newHarness_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  bool started_ = false;
+  Job job_;
+  std::vector<std::thread> threads_;
+};
+
 } // namespace
 
 void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   const ExploreOptions &o = x.options();
+  Crew crew(o.newHarness ? std::min(std::max(1u, o.jobs), std::max(1u, o.subtrees)) - 1 : 0,
+            o.newHarness);
   const SubtreeRunner first(x.harness(), o);
   const SubtreePlan &plan = first.plan();
 
@@ -97,13 +172,10 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
     queued.notify_all();
   };
 
-  auto work = [&](Harness *given, Slot &slot) {
+  auto work = [&](Harness *given, std::exception_ptr failed, Slot &slot) {
     try {
-      std::unique_ptr<Harness> own;
-      if (!given) {
-        own = o.newHarness();
-        given = own.get();
-      }
+      if (failed)
+        std::rethrow_exception(failed);
       const SubtreeRunner runner(*given, first);
       std::unique_lock lock(mutex);
       while (true) {
@@ -146,9 +218,8 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   if (jobs > 1 && !o.newHarness)
     FTSIM_PANIC("--jobs {} without a way to build the workers' harnesses", jobs);
   active = jobs;
-  std::vector<std::thread> threads;
-  for (unsigned w = 1; w < jobs; ++w)
-    threads.emplace_back(work, nullptr, std::ref(slots[w]));
+  crew.start([&](unsigned w, Harness *h, std::exception_ptr e) { work(h, std::move(e), slots[w]); },
+             jobs);
 
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t before = 0;
@@ -223,10 +294,9 @@ void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
         break;
     }
   });
-  work(&x.harness(), slots[0]);
+  work(&x.harness(), nullptr, slots[0]);
   coordinator.join();
-  for (std::thread &t : threads)
-    t.join();
+  crew.join();
   if (failure)
     std::rethrow_exception(failure);
   if (hooks.end)
