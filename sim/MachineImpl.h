@@ -91,6 +91,14 @@ struct Site {
   std::vector<arch::Bytes> allowed;
 };
 
+// A saved register image (a task's, or a snapshot's per engine) is a whole uc_context as
+// uc_context_alloc made it: Unicorn's header, then the CPU's state. Unicorn saves into it, restores
+// from it and reads its registers in place (uc_context_restore and uc_context_reg_read only read
+// it), so no image is copied through a scratch context.
+inline uc_context *savedContext(const std::vector<std::uint8_t> &image) {
+  return reinterpret_cast<uc_context *>(const_cast<std::uint8_t *>(image.data()));
+}
+
 struct TaskRecord {
   TaskInfo info;
   std::vector<std::uint8_t> regs;  // a uc_context image while not running

@@ -94,13 +94,11 @@ std::uint64_t Machine::stateHash() const {
     h.word(task.info.cpu);
     h.word((task.voluntarilyOff ? 1u : 0u) | (task.inIrq ? 2u : 0u));
     h.word(task.lastQuiescent);
-    // A saved context, read through the CPU's scratch context (as loadRegs fills it).
+    // A saved context, read in place (savedContext), as loadRegs restores it.
     auto savedRegs = [&](const std::vector<std::uint8_t> &image) {
-      uc_context *scratch = m.cpus[task.info.cpu].scratch;
-      std::memcpy(scratch, image.data(), image.size());
       for (int reg : m.abi.stateRegs) {
         std::uint64_t value = 0;
-        uc_context_reg_read(scratch, reg, &value);
+        uc_context_reg_read(savedContext(image), reg, &value);
         h.word(m.guestValue(reg, value));
       }
     };

@@ -42,16 +42,18 @@ void Machine::Impl::hideTraceFlagPushed(unsigned cpu) {
     *byte &= static_cast<std::uint8_t>(~(1u << (bit % 8)));
 }
 
+// Saved in place (savedContext): a fresh image takes its header from the CPU's scratch context.
 void Machine::Impl::saveRegs(unsigned cpu, std::vector<std::uint8_t> &out) {
-  check(uc_context_save(cpus[cpu].uc, cpus[cpu].scratch), "uc_context_save");
-  out.resize(contextSize);
-  std::memcpy(out.data(), cpus[cpu].scratch, contextSize);
+  if (out.size() != contextSize) {
+    const auto *header = reinterpret_cast<const std::uint8_t *>(cpus[cpu].scratch);
+    out.assign(header, header + contextSize);
+  }
+  check(uc_context_save(cpus[cpu].uc, savedContext(out)), "uc_context_save");
 }
 
 void Machine::Impl::loadRegs(unsigned cpu, const std::vector<std::uint8_t> &in) {
   FTSIM_ASSERT(in.size() == contextSize);
-  std::memcpy(cpus[cpu].scratch, in.data(), contextSize);
-  check(uc_context_restore(cpus[cpu].uc, cpus[cpu].scratch), "uc_context_restore");
+  check(uc_context_restore(cpus[cpu].uc, savedContext(in)), "uc_context_restore");
   cpus[cpu].traceFlagKnown = false;
 }
 
