@@ -12,6 +12,9 @@ KernelConfig enableAtScaleConfig(unsigned cpus, const std::string &protocol) {
   KernelConfig config;
   config.machine.cpus = cpus;
   config.machine.quantum = 64;
+  // Runs by blocks on x86 (MachineConfig.h): the machine then knows which lines each engine holds
+  // translations of, and asks Unicorn to remove none over the sites the idle CPUs never ran.
+  config.machine.traceFlagSteps = true;
   config.machine.keepLog = false; // counted, not recorded: memory stays bounded at any N
   config.protocol = protocol;
   return config;
