@@ -74,7 +74,13 @@ bool lockedInstruction(uc_engine *uc, std::uint64_t pc) {
 
 struct PokeCpu::Impl {
   uc_engine *uc = nullptr;
-  uc_hook protHook = 0, intrHook = 0;
+  // The same memory with the shared pages readable and writable: an access that faulted on `uc`
+  // is stepped here, its registers carried over and back in `carried`. Opening the pages on `uc`
+  // for that one step (uc_mem_protect, twice) rebuilt Unicorn's view of the memory each time: more
+  // than half of a Linux-backed search's time.
+  uc_engine *open = nullptr;
+  uc_context *carried = nullptr;
+  uc_hook protHook = 0, intrHook = 0, openIntrHook = 0;
   std::map<std::uint64_t, BugEntry> bugs;
   std::uint64_t stackTop = 0;
   // The last protection fault (the access that is about to be made).
@@ -104,28 +110,35 @@ PokeCpu::PokeCpu(const LinuxGuest &guest, std::span<const HostRegion> regions, H
     : guest_(guest), impl_(new Impl) {
   sharedStart_ = guest.symbol("ftsim_linux_shared_start");
   sharedEnd_ = guest.symbol("ftsim_linux_shared_end");
-  if (uc_open(UC_ARCH_X86, UC_MODE_64, &impl_->uc) != UC_ERR_OK)
+  // Every region on both engines; the shared pages inside a data region with `shared` access.
+  auto mapAll = [&](uc_engine *uc, std::uint32_t shared) {
+    auto map = [&](std::uint64_t base, std::uint64_t size, std::uint8_t *host,
+                   std::uint32_t perms) {
+      if (size == 0)
+        return;
+      if (uc_mem_map_ptr(uc, base, size, perms, host) != UC_ERR_OK)
+        FTSIM_PANIC("PokeCpu: cannot map {:#x}+{:#x}", base, size);
+    };
+    for (const HostRegion &r : regions) {
+      if (r.executable) {
+        map(r.base, r.size, r.host, UC_PROT_READ | UC_PROT_EXEC);
+        continue;
+      }
+      const std::uint64_t lo = std::clamp(sharedStart_, r.base, r.base + r.size);
+      const std::uint64_t hi = std::clamp(sharedEnd_, r.base, r.base + r.size);
+      map(r.base, lo - r.base, r.host, UC_PROT_READ | UC_PROT_WRITE);
+      map(lo, hi - lo, r.host + (lo - r.base), shared);
+      map(hi, r.base + r.size - hi, r.host + (hi - r.base), UC_PROT_READ | UC_PROT_WRITE);
+    }
+    map(stack.base, stack.size, stack.host, UC_PROT_READ | UC_PROT_WRITE);
+  };
+  if (uc_open(UC_ARCH_X86, UC_MODE_64, &impl_->uc) != UC_ERR_OK ||
+      uc_open(UC_ARCH_X86, UC_MODE_64, &impl_->open) != UC_ERR_OK ||
+      uc_context_alloc(impl_->uc, &impl_->carried) != UC_ERR_OK)
     FTSIM_PANIC("uc_open failed");
   uc_engine *uc = impl_->uc;
-  auto map = [&](std::uint64_t base, std::uint64_t size, std::uint8_t *host, std::uint32_t perms) {
-    if (size == 0)
-      return;
-    if (uc_mem_map_ptr(uc, base, size, perms, host) != UC_ERR_OK)
-      FTSIM_PANIC("PokeCpu: cannot map {:#x}+{:#x}", base, size);
-  };
-  for (const HostRegion &r : regions) {
-    if (r.executable) {
-      map(r.base, r.size, r.host, UC_PROT_READ | UC_PROT_EXEC);
-      continue;
-    }
-    // The shared pages inside a data region: no access (every access faults first).
-    const std::uint64_t lo = std::clamp(sharedStart_, r.base, r.base + r.size);
-    const std::uint64_t hi = std::clamp(sharedEnd_, r.base, r.base + r.size);
-    map(r.base, lo - r.base, r.host, UC_PROT_READ | UC_PROT_WRITE);
-    map(lo, hi - lo, r.host + (lo - r.base), UC_PROT_NONE);
-    map(hi, r.base + r.size - hi, r.host + (hi - r.base), UC_PROT_READ | UC_PROT_WRITE);
-  }
-  map(stack.base, stack.size, stack.host, UC_PROT_READ | UC_PROT_WRITE);
+  mapAll(uc, UC_PROT_NONE); // every access to a shared page faults first
+  mapAll(impl_->open, UC_PROT_READ | UC_PROT_WRITE);
   impl_->stackTop = stack.base + stack.size;
   impl_->bugs = bugTable(guest.image);
   uc_cb_eventmem_t onProt = [](uc_engine *, uc_mem_type type, std::uint64_t addr, int size,
@@ -144,9 +157,13 @@ PokeCpu::PokeCpu(const LinuxGuest &guest, std::span<const HostRegion> regions, H
     uc_emu_stop(u);
   };
   uc_hook_add(uc, &impl_->intrHook, UC_HOOK_INTR, reinterpret_cast<void *>(onIntr), impl_, 1, 0);
+  uc_hook_add(impl_->open, &impl_->openIntrHook, UC_HOOK_INTR, reinterpret_cast<void *>(onIntr),
+              impl_, 1, 0);
 }
 
 PokeCpu::~PokeCpu() {
+  uc_context_free(impl_->carried);
+  uc_close(impl_->open);
   uc_close(impl_->uc);
   delete impl_;
 }
@@ -246,10 +263,12 @@ PokeOutcome PokeCpu::runBatch(std::span<const PokeRequest> requests, const PokeH
       const bool write = m.faultWrite || lockedInstruction(uc, pc);
       if (hooks.sharedAccess)
         hooks.sharedAccess(a, size, write);
-      uc_mem_protect(uc, sharedStart_, sharedEnd_ - sharedStart_, UC_PROT_READ | UC_PROT_WRITE);
       m.setReg(UC_X86_REG_RIP, pc);
-      err = uc_emu_start(uc, pc, 0, 0, 1);
-      uc_mem_protect(uc, sharedStart_, sharedEnd_ - sharedStart_, UC_PROT_NONE);
+      uc_context_save(uc, m.carried);
+      uc_context_restore(m.open, m.carried);
+      err = uc_emu_start(m.open, pc, 0, 0, 1);
+      uc_context_save(m.open, m.carried);
+      uc_context_restore(uc, m.carried);
       if (!write) { // the word a cpu_relax() loop polls is the last one read
         lastReadShared = true;
         lastAddr = a;
