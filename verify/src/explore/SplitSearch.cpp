@@ -2,7 +2,9 @@
 // subtrees' pieces out of one queue, the pieces a split leaves first, so that every worker helps
 // with a large subtree rather than waiting for it; each subtree's result is assembled from its
 // pieces in depth-first order and merged as a whole. The other workers build their harnesses while
-// this thread plans the tree.
+// this thread plans the tree (Crew.h).
+
+#include "Crew.h"
 
 #include "ftsim/verify/explore/PieceQueue.h"
 #include "ftsim/verify/explore/Subtrees.h"
@@ -26,78 +28,6 @@ struct Slot {
   std::atomic<bool> busy{false};
   std::atomic<std::uint64_t> executions{0};
   std::atomic<double> searched{0};
-};
-
-// The worker threads besides the caller's. Each builds its harness at once, so that building them
-// overlaps the plan (a serial part of every search: on the 3-CPU int3 tree, a harness is about a
-// twentieth of a whole search's time on one worker), then waits for its job; every engine stays on
-// the thread that created it. As many start early as the plan will likely need (at most one per
-// subtree asked for); the rest start with the job. Those given no job (a plan with fewer subtrees
-// left than threads) end, their harnesses unused.
-class Crew {
-public:
-  using Job = std::function<void(unsigned worker, Harness *harness, std::exception_ptr failed)>;
-  using NewHarness = std::function<std::unique_ptr<Harness>()>;
-
-  Crew(unsigned early, const NewHarness &newHarness) : newHarness_(newHarness) {
-    for (unsigned w = 1; w <= early; ++w)
-      spawn(w);
-  }
-  ~Crew() { join(); }
-  Crew(const Crew &) = delete;
-  Crew &operator=(const Crew &) = delete;
-
-  // Workers 1 to `workers` - 1 run `job`; the others end.
-  void start(Job job, unsigned workers) {
-    {
-      std::lock_guard lock(mutex_);
-      if (started_)
-        return;
-      if (job)
-        job_ = [job = std::move(job), workers](unsigned w, Harness *h, std::exception_ptr e) {
-          if (w < workers)
-            job(w, h, std::move(e));
-        };
-      started_ = true;
-    }
-    ready_.notify_all();
-    for (auto w = static_cast<unsigned>(threads_.size()) + 1; w < workers; ++w)
-      spawn(w);
-  }
-  void join() {
-    start(nullptr, 0);
-    for (std::thread &t : threads_)
-      if (t.joinable())
-        t.join();
-  }
-
-private:
-  void spawn(unsigned w) {
-    threads_.emplace_back([this, w] {
-      std::unique_ptr<Harness> own;
-      std::exception_ptr failed;
-      try {
-        own = newHarness_();
-      } catch (...) {
-        failed = std::current_exception(); // reported by the job, as any worker's failure
-      }
-      Job job;
-      {
-        std::unique_lock lock(mutex_);
-        ready_.wait(lock, [&] { return started_; });
-        job = job_;
-      }
-      if (job)
-        job(w, own.get(), failed);
-    });
-  }
-
-  const NewHarness &newHarness_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  bool started_ = false;
-  Job job_;
-  std::vector<std::thread> threads_;
 };
 
 } // namespace

@@ -1,6 +1,6 @@
 // A split tree across MPI ranks (MpiCheck.h). Each rank searches on a worker thread of its own
-// (with its own harness: every engine is used only by its creator); only the main thread calls MPI
-// (MPI_THREAD_FUNNELED).
+// (with its own harness, built while the rank plans the tree: Crew.h; every engine is used only by
+// its creator); only the main thread calls MPI (MPI_THREAD_FUNNELED).
 //
 // Every rank starts searching before MPI is initialised. Open MPI's start-up (0.24 s for two
 // ranks on one machine with its default transport, 0.04 s with `--mca pml ob1`) waits on its
@@ -11,6 +11,8 @@
 // that rank's share. From then on rank 0 hands out pieces one at a time to whichever rank asks.
 
 #include "ftsim/verify/check/MpiCheck.h"
+
+#include "../explore/Crew.h"
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/check/SplitCheck.h"
@@ -117,15 +119,16 @@ Opening decodeOpening(const std::string &bytes) {
 // from memory from the start.
 class Coordinator {
 public:
-  Coordinator(Harness &harness, const ExploreOptions &o, const SubtreeRunner &runner, int ranks)
+  Coordinator(Harness &harness, const ExploreOptions &o, const SubtreeRunner &runner, int ranks,
+              Crew &crew)
       : harness_(harness), o_(o), runner_(runner), x_(harness, o),
         queue_(o, allSubtrees(runner.plan())), ranks_(ranks), opened_(ranks, false),
-        working_(ranks - 1) {
+        working_(ranks - 1), crew_(crew) {
     opened_[0] = true;
-    local_ = std::thread([this] { searchLocally(); });
+    crew_.start([this](unsigned, Harness *own, std::exception_ptr e) { searchLocally(own, e); }, 2);
   }
   ~Coordinator() {
-    if (local_.joinable()) { // only when serve() threw: stop the worker, then let it end
+    if (!joined_) { // only when serve() threw: stop the worker, then let it end
       {
         std::lock_guard lock(mutex_);
         if (!failure_)
@@ -133,7 +136,7 @@ public:
         stopAfter_ = 0;
       }
       queued_.notify_all();
-      local_.join();
+      crew_.join();
     }
   }
 
@@ -159,7 +162,8 @@ public:
       waiting_.push_back(from);
       serveWaiting();
     }
-    local_.join();
+    crew_.join();
+    joined_ = true;
     if (failure_)
       std::rethrow_exception(failure_);
     mergeSubtrees(x_, runner_.plan(), results_, 0);
@@ -196,9 +200,11 @@ private:
       return r < 0 || opened_[static_cast<std::size_t>(r)];
     });
   }
-  void searchLocally() {
+  // On the crew's worker, with the harness it built (none without options.newHarness).
+  void searchLocally(Harness *own, std::exception_ptr failed) {
     try {
-      std::unique_ptr<Harness> own = o_.newHarness ? o_.newHarness() : nullptr;
+      if (failed)
+        std::rethrow_exception(failed);
       const SubtreeRunner mine(own ? *own : harness_, runner_);
       std::unique_lock lock(mutex_);
       while (!failure_) {
@@ -272,7 +278,8 @@ private:
   std::map<int, SubtreePiece> given_; // what each rank searches
   std::vector<int> waiting_;          // ranks that asked while no piece was queued
   int working_;
-  std::thread local_;
+  Crew &crew_; // rank 0's own worker
+  bool joined_ = false;
 };
 
 // Other ranks: a worker thread searches the opening share until MPI is up, then the pieces the
@@ -280,9 +287,9 @@ private:
 // until told there is no more.
 class Server {
 public:
-  Server(const ExploreOptions &o, const SubtreeRunner &runner, int rank, int ranks)
-      : o_(o), runner_(runner), rank_(rank), ranks_(ranks) {
-    worker_ = std::thread([this] { search(); });
+  Server(const ExploreOptions &o, const SubtreeRunner &runner, int rank, int ranks, Crew &crew)
+      : o_(o), runner_(runner), rank_(rank), ranks_(ranks), crew_(crew) {
+    crew_.start([this](unsigned, Harness *own, std::exception_ptr e) { search(own, e); }, 2);
   }
   ~Server() {
     {
@@ -291,7 +298,7 @@ public:
     }
     mpiUp_ = true;
     changed_.notify_all();
-    worker_.join();
+    crew_.join();
   }
 
   // After MPI_Init.
@@ -326,9 +333,11 @@ private:
       std::rethrow_exception(failure_);
     return std::exchange(what, T{});
   }
-  void search() {
+  // On the crew's worker, with the harness it built.
+  void search(Harness *own, std::exception_ptr failed) {
     try {
-      std::unique_ptr<Harness> own = o_.newHarness ? o_.newHarness() : nullptr;
+      if (failed)
+        std::rethrow_exception(failed);
       if (!own)
         fatal("under mpirun: this scenario cannot make a harness per thread");
       const SubtreeRunner mine(*own, runner_);
@@ -372,7 +381,7 @@ private:
   std::optional<std::string> outcome_; // of the last piece
   std::exception_ptr failure_;
   bool over_ = false;
-  std::thread worker_;
+  Crew &crew_; // the worker
 };
 
 } // namespace
@@ -401,13 +410,14 @@ std::optional<CheckReport> mpiCheck(Harness &harness, const ExploreOptions &opti
   try {
     ExploreOptions o = options;
     o.progress = nullptr;
+    Crew crew(1, o.newHarness); // the rank's worker builds its harness during the plan
     const SubtreeRunner runner(harness, o);
     std::optional<Coordinator> coordinator;
     std::optional<Server> server;
     if (rank == 0)
-      coordinator.emplace(harness, o, runner, ranks);
+      coordinator.emplace(harness, o, runner, ranks, crew);
     else
-      server.emplace(o, runner, rank, ranks);
+      server.emplace(o, runner, rank, ranks, crew);
     int provided = 0, mpiRank = 0, mpiRanks = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     initialised = true;
