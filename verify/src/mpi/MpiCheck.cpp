@@ -287,8 +287,8 @@ private:
 // until told there is no more.
 class Server {
 public:
-  Server(const ExploreOptions &o, const SubtreeRunner &runner, int rank, int ranks, Crew &crew)
-      : o_(o), runner_(runner), rank_(rank), ranks_(ranks), crew_(crew) {
+  Server(const SubtreeRunner &runner, int rank, int ranks, Crew &crew)
+      : runner_(runner), rank_(rank), ranks_(ranks), crew_(crew) {
     crew_.start([this](unsigned, Harness *own, std::exception_ptr e) { search(own, e); }, 2);
   }
   ~Server() {
@@ -369,7 +369,6 @@ private:
     }
   }
 
-  const ExploreOptions &o_;
   const SubtreeRunner &runner_;
   const int rank_, ranks_;
   std::atomic<bool> mpiUp_{false}; // the opening share ends at the next piece
@@ -417,7 +416,7 @@ std::optional<CheckReport> mpiCheck(Harness &harness, const ExploreOptions &opti
     if (rank == 0)
       coordinator.emplace(harness, o, runner, ranks, crew);
     else
-      server.emplace(o, runner, rank, ranks, crew);
+      server.emplace(runner, rank, ranks, crew);
     int provided = 0, mpiRank = 0, mpiRanks = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     initialised = true;
