@@ -96,6 +96,11 @@ struct PokeCpu::Impl {
     return v;
   }
   void setReg(int id, std::uint64_t v) { uc_reg_write(uc, id, &v); }
+  // The registers of engine `from` into engine `to` (both x86-64, so one context fits both).
+  void carry(uc_engine *from, uc_engine *to) {
+    if (uc_context_save(from, carried) != UC_ERR_OK || uc_context_restore(to, carried) != UC_ERR_OK)
+      FTSIM_PANIC("PokeCpu: cannot carry the registers between its engines");
+  }
   // Return from an intercepted function: pop the return address.
   void ret(std::uint64_t rax) {
     std::uint64_t sp = reg(UC_X86_REG_RSP), to = 0;
@@ -264,11 +269,9 @@ PokeOutcome PokeCpu::runBatch(std::span<const PokeRequest> requests, const PokeH
       if (hooks.sharedAccess)
         hooks.sharedAccess(a, size, write);
       m.setReg(UC_X86_REG_RIP, pc);
-      uc_context_save(uc, m.carried);
-      uc_context_restore(m.open, m.carried);
+      m.carry(uc, m.open);
       err = uc_emu_start(m.open, pc, 0, 0, 1);
-      uc_context_save(m.open, m.carried);
-      uc_context_restore(uc, m.carried);
+      m.carry(m.open, uc);
       if (!write) { // the word a cpu_relax() loop polls is the last one read
         lastReadShared = true;
         lastAddr = a;
