@@ -161,9 +161,16 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
     eo.subtreeHooks = hooks.get();
   }
   eo.newHarness = [s] { return verify::makeHarness(s, harnessEnv()); };
+#ifdef FTSIM_HAVE_MPI
+  const bool ranks = verify::underMpirun();
+#else
+  const bool ranks = false;
+#endif
+  if (!ranks)
+    eo.crew = verify::startWorkers(eo); // the workers build their harnesses with this one
   auto harness = verify::makeHarness(s, harnessEnv());
 #ifdef FTSIM_HAVE_MPI
-  if (verify::underMpirun()) {
+  if (ranks) {
     if (hooks)
       fatal("under mpirun: --checkpoint and --resume are for one process");
     eo.progress = nullptr;

@@ -289,6 +289,34 @@ TEST(Subtrees, WorkersBuiltBeforeThePlanEndWithItsResultOrTheirError) {
   EXPECT_EQ(built, 2);
 }
 
+// Workers started before the first harness is built (startWorkers, as `ftsim check` does) serve
+// the first split search only, with its result; a second search with the same options starts its
+// own workers rather than wait for spent ones.
+TEST(Subtrees, WorkersStartedBeforeTheFirstHarnessServeOneSearch) {
+  const Scenario s = site("int3", 2, 1);
+  SiteHarness one(s);
+  ExploreStats a = explore(one, splitOptions(s, 7, 1)).stats;
+  ExploreOptions o = splitOptions(s, 7, 3);
+  int built = 0;
+  std::mutex mutex;
+  o.newHarness = [&]() -> std::unique_ptr<Harness> {
+    std::lock_guard lock(mutex);
+    ++built;
+    return std::make_unique<SiteHarness>(s);
+  };
+  EXPECT_EQ(startWorkers(splitOptions(s, 0, 3)), nullptr); // one tree: no workers
+  EXPECT_EQ(startWorkers(splitOptions(s, 7, 1)), nullptr); // one job: none
+  o.crew = startWorkers(o);
+  ASSERT_NE(o.crew, nullptr);
+  SiteHarness first(s);
+  for (int search = 0; search < 2; ++search) {
+    ExploreStats b = explore(first, o).stats;
+    a.seconds = b.seconds = 0;
+    EXPECT_EQ(a, b) << "search " << search;
+  }
+  EXPECT_EQ(built, 4); // two workers each time
+}
+
 // The progress line's estimate: finished subtrees count as themselves, a running one as its
 // executions over the share of it searched, every subtree not started as the mean of those.
 TEST(SubtreeEstimate, RunningSubtreesCountByTheShareOfThemSearched) {

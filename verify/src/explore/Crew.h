@@ -3,12 +3,15 @@
 
 #include "ftsim/verify/harness/Harness.h"
 
+#include "ftsim/arch/Error.h"
+
 #include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ftsim::verify {
@@ -19,6 +22,8 @@ namespace ftsim::verify {
 // is about a twentieth of a whole search's time on one worker), then waits for its job; every
 // engine stays on the thread that created it. Those started early are as many as the plan will
 // likely need; the rest start with the job. Those given no job end, their harnesses unused.
+// A crew may also be started before the caller builds its own harness (startWorkers, Explore.h),
+// so that both are built at once; the first search to claim() it uses it.
 class Crew {
 public:
   using Job = std::function<void(unsigned worker, Harness *harness, std::exception_ptr failed)>;
@@ -29,6 +34,11 @@ public:
       spawn(w);
   }
   ~Crew() { join(); }
+  // True the first time only: this crew's workers are the caller's.
+  bool claim() {
+    std::lock_guard lock(mutex_);
+    return !std::exchange(claimed_, true);
+  }
   Crew(const Crew &) = delete;
   Crew &operator=(const Crew &) = delete;
 
@@ -36,6 +46,8 @@ public:
   void start(Job job, unsigned workers) {
     {
       std::lock_guard lock(mutex_);
+      if (started_ && job)
+        FTSIM_PANIC("a crew's workers given a second job (claim() it first)");
       if (started_)
         return;
       if (job)
@@ -78,10 +90,11 @@ private:
     });
   }
 
-  const NewHarness &newHarness_;
+  const NewHarness newHarness_;
   std::mutex mutex_;
   std::condition_variable ready_;
   bool started_ = false;
+  bool claimed_ = false;
   Job job_;
   std::vector<std::thread> threads_;
 };

@@ -32,10 +32,30 @@ struct Slot {
 
 } // namespace
 
+namespace {
+
+// Workers to start before the plan: one per subtree asked for, at most.
+unsigned earlyWorkers(const ExploreOptions &o) {
+  return o.newHarness ? std::min(std::max(1u, o.jobs), std::max(1u, o.subtrees)) - 1 : 0;
+}
+
+} // namespace
+
+std::shared_ptr<Crew> startWorkers(const ExploreOptions &o) {
+  if (o.explorer != "exhaustive" || o.subtrees == 0 || earlyWorkers(o) == 0)
+    return nullptr;
+  return std::make_shared<Crew>(earlyWorkers(o), o.newHarness);
+}
+
 void searchSplit(Exploration &x, const SubtreeHooks &hooks) {
   const ExploreOptions &o = x.options();
-  Crew crew(o.newHarness ? std::min(std::max(1u, o.jobs), std::max(1u, o.subtrees)) - 1 : 0,
-            o.newHarness);
+  const std::shared_ptr<Crew> crewOwner =
+      o.crew && o.crew->claim() ? o.crew : std::make_shared<Crew>(earlyWorkers(o), o.newHarness);
+  Crew &crew = *crewOwner;
+  struct Joined { // the workers use this frame: they end before it does, whoever else owns them
+    Crew &crew;
+    ~Joined() { crew.join(); }
+  } joined{crew};
   const SubtreeRunner first(x.harness(), o);
   const SubtreePlan &plan = first.plan();
 
