@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 #ifndef FTSIM_LINUX_OBJECTS_SCRIPT
@@ -101,13 +100,7 @@ LinuxGuest buildLinuxGuest(const LinuxTreeRequest &request) {
     command += " --cache " + shellQuote(request.cache);
   if (!request.mutant.empty())
     command += " --mutant " + shellQuote(request.mutant);
-  // One build at a time in this process: harnesses built at once (a split search's workers, built
-  // with the first harness) would otherwise build the same cache entry side by side; the one after
-  // the first finds it built.
-  static std::mutex building;
-  std::unique_lock<std::mutex> one(building);
-  ScriptResult r = runScript(command);
-  one.unlock();
+  ScriptResult r = runScript(command); // runs on one cache take turns (the script's lock)
   if (r.status != 0 || r.out.empty()) {
     // The script's first line is the diagnosis ("linux-objects: kernel tree 'X': ..."); the
     // build log's tail follows it.
