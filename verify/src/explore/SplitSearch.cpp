@@ -30,10 +30,6 @@ struct Slot {
   std::atomic<double> searched{0};
 };
 
-} // namespace
-
-namespace {
-
 // Workers to start before the plan: one per subtree asked for, at most.
 unsigned earlyWorkers(const ExploreOptions &o) {
   return o.newHarness ? std::min(std::max(1u, o.jobs), std::max(1u, o.subtrees)) - 1 : 0;
