@@ -167,7 +167,7 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
   const bool ranks = false;
 #endif
   if (!ranks)
-    eo.crew = verify::startWorkers(eo); // the workers build their harnesses with this one
+    eo.crew = verify::startWorkers(s, eo); // the workers build their harnesses with this one
   auto harness = verify::makeHarness(s, harnessEnv());
 #ifdef FTSIM_HAVE_MPI
   if (ranks) {

@@ -262,4 +262,10 @@ ExploreOptions buildExploreOptions(const Scenario &s, const CheckRequest &r) {
   return o;
 }
 
+std::shared_ptr<Crew> startWorkers(const Scenario &scenario, const ExploreOptions &options) {
+  if (!scenario.kernel.empty() || !scenario.kernelTree.empty())
+    return nullptr;
+  return startWorkers(options);
+}
+
 } // namespace ftsim::verify
