@@ -3,6 +3,7 @@
 #include "ftsim/verify/check/CheckRequest.h"
 
 #include "ftsim/verify/check/Check.h"
+#include "ftsim/verify/explore/Subtrees.h"
 #include "ftsim/verify/scenario/ProtocolFile.h"
 
 #include "ftsim/arch/Error.h"

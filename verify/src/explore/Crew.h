@@ -22,7 +22,7 @@ namespace ftsim::verify {
 // is about a twentieth of a whole search's time on one worker), then waits for its job; every
 // engine stays on the thread that created it. Those started early are as many as the plan will
 // likely need; the rest start with the job. Those given no job end, their harnesses unused.
-// A crew may also be started before the caller builds its own harness (startWorkers, Explore.h),
+// A crew may also be started before the caller builds its own harness (startWorkers, Subtrees.h),
 // so that both are built at once; the first search to claim() it uses it.
 class Crew {
 public:

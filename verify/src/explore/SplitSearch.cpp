@@ -37,8 +37,12 @@ unsigned earlyWorkers(const ExploreOptions &o) {
 
 } // namespace
 
+bool searchesSplitTree(const ExploreOptions &o) {
+  return o.explorer == "exhaustive" && o.subtrees > 0;
+}
+
 std::shared_ptr<Crew> startWorkers(const ExploreOptions &o) {
-  if (o.explorer != "exhaustive" || o.subtrees == 0 || earlyWorkers(o) == 0)
+  if (!searchesSplitTree(o) || earlyWorkers(o) == 0)
     return nullptr;
   return std::make_shared<Crew>(earlyWorkers(o), o.newHarness);
 }

@@ -391,7 +391,7 @@ bool underMpirun() {
 }
 
 std::optional<CheckReport> mpiCheck(Harness &harness, const ExploreOptions &options) {
-  if (options.explorer != "exhaustive" || options.subtrees == 0)
+  if (!searchesSplitTree(options))
     fatal("under mpirun: only the exhaustive explorer with a split tree (--subtrees > 0) is "
           "shared among ranks");
   const int rank = environmentInt("OMPI_COMM_WORLD_RANK");

@@ -57,7 +57,7 @@ Scenario buildCheckScenario(const CheckRequest &request);
 // Its exploration: the scenario's [explore] and [bounds], then the request's flags.
 ExploreOptions buildExploreOptions(const Scenario &scenario, const CheckRequest &request);
 // The workers of its split search, started before the caller builds its own harness
-// (startWorkers, Explore.h); none for a scenario on a Linux tree, whose first harness may build
+// (startWorkers, Subtrees.h); none for a scenario on a Linux tree, whose first harness may build
 // the tree's objects for minutes, or fail to, so that its workers start once it is built, as they
 // would without this call.
 std::shared_ptr<Crew> startWorkers(const Scenario &scenario, const ExploreOptions &options);

@@ -168,16 +168,10 @@ struct ExploreOptions {
   std::uint64_t pieceExecutions = 1024;
   std::function<std::unique_ptr<Harness>()> newHarness;
   const SubtreeHooks *subtreeHooks = nullptr; // checkpoints, resumed and partial runs
-  // The workers of the split search, started early by startWorkers; the search starts its own
-  // when this is empty or another search used it.
+  // The workers of the split search, started early by startWorkers (Subtrees.h); the search
+  // starts its own when this is empty or another search used it.
   std::shared_ptr<Crew> crew;
 };
-
-// Starts the worker threads a split search with `o` will use (none when it will not split the
-// tree or has one job): each builds its harness with `o.newHarness` at once. Called before the
-// caller builds its own harness, it builds theirs at the same time as that one; put the result in
-// `o.crew`. Otherwise the search starts them after its first harness is built, while it plans.
-std::shared_ptr<Crew> startWorkers(const ExploreOptions &o);
 
 struct ExploreResult {
   ExploreStats stats;

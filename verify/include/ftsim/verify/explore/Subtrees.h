@@ -177,9 +177,18 @@ std::optional<std::uint32_t> mergeStop(const std::vector<std::uint32_t> &order,
                                        const std::map<std::uint32_t, SubtreeResult> &results,
                                        const ExploreOptions &options);
 
+// Whether the exhaustive explorer searches a split tree with these options (searchSplit).
+bool searchesSplitTree(const ExploreOptions &options);
+
 // The search of a split tree: options.jobs threads (each with its own harness from
 // options.newHarness; the first uses `harness`), merged into `x` in depth-first order.
 void searchSplit(Exploration &x, const SubtreeHooks &hooks = {});
+
+// Starts the worker threads a split search with `o` will use (none when it will not split the
+// tree or has one job): each builds its harness with `o.newHarness` at once. Called before the
+// caller builds its own harness, it builds theirs at the same time as that one; put the result in
+// `o.crew`. Otherwise the search starts them after its first harness is built, while it plans.
+std::shared_ptr<Crew> startWorkers(const ExploreOptions &o);
 
 // Merges finished subtrees (all of `plan`'s) into `x` as searchSplit does.
 void mergeSubtrees(Exploration &x, const SubtreePlan &plan,
