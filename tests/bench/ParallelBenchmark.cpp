@@ -4,6 +4,12 @@
 //
 //  jobs/<scenario>:     counters jobs1_s and jobs2_s (medians of alternating runs, wall clock),
 //                       ratio = jobs2_s / jobs1_s, and executions (equal for both, checked).
+//                       The machine's own yardstick, in the same rounds: pair_s, two `--jobs 1`
+//                       searches at once on two threads (each its own harness), and
+//                       pair_ratio = pair_s / 2 / jobs1_s, what one search costs when two share the
+//                       machine (0.5 if the two cores served two searches as fast as one);
+//                       vs_pair = jobs2_s / (pair_s / 2), one search on two workers against half
+//                       of that pair (1.0: the workers lose nothing to splitting the tree).
 //  estimate/<scenario>: estimate_error_pct = (estimate - actual) / actual x 100, the estimate of
 //                       the progress line when 10% of the executions are done, and
 //                       finished_only_error_pct for the finished subtrees' mean alone; the same
@@ -20,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 namespace {
 
@@ -48,20 +55,30 @@ double median(std::vector<double> v) {
 }
 
 void jobs(benchmark::State &state, verify::Scenario s) {
-  verify::SiteHarness harness(s);
-  std::vector<double> one, two;
+  verify::SiteHarness harness(s), second(s);
+  std::vector<double> one, two, pair;
   std::uint64_t executions[2] = {0, 0};
+  auto seconds = [](auto &&f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   for (auto _ : state) {
     for (unsigned j : {1u, 2u}) {
-      const auto start = std::chrono::steady_clock::now();
-      const verify::ExploreResult r = verify::explore(harness, options(s, j));
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      (j == 1 ? one : two).push_back(secs);
+      verify::ExploreResult r;
+      (j == 1 ? one : two).push_back(seconds([&] { r = verify::explore(harness, options(s, j)); }));
       executions[j - 1] = r.stats.executions;
       if (!r.stats.complete)
         state.SkipWithError("the search did not complete");
     }
+    verify::ExploreResult other;
+    pair.push_back(seconds([&] {
+      std::thread t([&] { other = verify::explore(second, options(s, 1)); });
+      const verify::ExploreResult r = verify::explore(harness, options(s, 1));
+      t.join();
+      if (r.stats.executions != executions[0] || other.stats.executions != executions[0])
+        state.SkipWithError("two searches at once ran other executions than one");
+    }));
   }
   if (executions[0] != executions[1])
     state.SkipWithError("--jobs 2 ran other executions than --jobs 1");
@@ -69,6 +86,9 @@ void jobs(benchmark::State &state, verify::Scenario s) {
   state.counters["jobs1_s"] = median(one);
   state.counters["jobs2_s"] = median(two);
   state.counters["ratio"] = median(two) / median(one);
+  state.counters["pair_s"] = median(pair);
+  state.counters["pair_ratio"] = median(pair) / 2 / median(one);
+  state.counters["vs_pair"] = median(two) / (median(pair) / 2);
 }
 
 // The estimate the progress line shows (reports every 2 ms, one worker) at the first report with

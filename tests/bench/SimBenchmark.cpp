@@ -10,7 +10,9 @@
 // `until` address, and a step refills no TLB entry), `vs_counted`, `vs_free` and `vs_block_hooked`
 // (fast mode's: BM_SimFastMode runs by a hook before every instruction, BM_SimFastModeByBlocks by
 // one before every block, sim/BlockRuns.cpp).
-// Every-instruction mode's four yardsticks run the same tasks between the machine's runs.
+// Every yardstick a ratio divides by runs the same tasks between the machine's runs (fast mode's
+// counted, free and block-hooked runs as well as every-instruction mode's four); the
+// `BM_RawUnicorn` rows measure each way once, for half a second.
 //
 // Guest: per CPU one task running `ecx = N; do { rax += rcx; } while (--ecx);` (3 instructions
 // per iteration) at the x86-64 kernel text address, returning into the exit hypercall; the
@@ -204,10 +206,47 @@ private:
 
 void noBlock(uc_engine *, std::uint64_t, std::uint32_t, void *) {}
 
-// Raw Unicorn: one engine, the same code, run until the task returns into the exit stub: half a
-// second of single-stepping (a Yardstick, the tight loop), or of one uc_emu_start per task with the
-// task's instruction count (Counted), with no count (Free), or with no count and one empty block
-// hook (BlockHooked).
+// Raw Unicorn: one engine, the same code, each task one uc_emu_start until it returns into the
+// exit stub: with the task's instruction count (Counted), with no count (Free), or with no count
+// and one empty block hook (BlockHooked). `runOnce` runs `tasks` tasks and adds its thread-CPU
+// time: fast mode's benchmarks run it between the machine's runs, as every-instruction mode's
+// yardsticks are run.
+class RawRuns {
+public:
+  RawRuns(Raw how, Loop loop) : how_(how), loop_(loop) {
+    uc_hook hook;
+    if (how ==
+        Raw::BlockHooked) // one empty block hook: what fast mode's runs by blocks cannot avoid
+      uc_hook_add(e_.uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void *>(&noBlock), nullptr, 1, 0);
+  }
+  // False when a run did not reach the exit stub.
+  bool runOnce(unsigned tasks) {
+    const std::uint64_t perTask = instructionsOf(loop_) - 1; // not the exit stub's int3
+    const double start = threadSeconds();
+    for (unsigned t = 0; t < tasks; ++t) {
+      e_.reset(loop_);
+      // Up to the exit stub's int3, which ends the run (no interrupt hook: an exception).
+      uc_emu_start(e_.uc, e_.rip, 0x8000000000000001ull, 0, how_ == Raw::Counted ? perTask : 0);
+      uc_reg_read(e_.uc, UC_X86_REG_RIP, &e_.rip);
+      if (e_.rip != kHcExit && e_.rip != kHcExit + 1)
+        return false;
+      instructions_ += perTask;
+    }
+    seconds_ += threadSeconds() - start;
+    return true;
+  }
+  double rate() const { return static_cast<double>(instructions_) / seconds_; }
+  double seconds() const { return seconds_; }
+
+private:
+  Raw how_;
+  Loop loop_;
+  RawEngine e_;
+  std::uint64_t instructions_ = 0;
+  double seconds_ = 0;
+};
+
+// Half a second of single-stepping (a Yardstick, the tight loop) or of one way of RawRuns.
 double rawRate(Raw how, Loop loop) {
   if (how == Raw::Step) {
     Yardstick steps(1, false, Stepping::Default);
@@ -216,25 +255,12 @@ double rawRate(Raw how, Loop loop) {
     while (steps.seconds() < 0.5);
     return steps.rate();
   }
-  RawEngine e;
-  uc_hook hook;
-  if (how == Raw::BlockHooked) // one empty block hook: what fast mode's runs by blocks cannot avoid
-    uc_hook_add(e.uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void *>(&noBlock), nullptr, 1, 0);
-  const std::uint64_t perTask = instructionsOf(loop) - 1; // not the exit stub's int3
-  std::uint64_t instructions = 0;
-  const double start = threadSeconds();
-  double elapsed = 0;
-  while (elapsed < 0.5) {
-    e.reset(loop);
-    // Up to the exit stub's int3, which ends the run (no interrupt hook: an exception).
-    uc_emu_start(e.uc, e.rip, 0x8000000000000001ull, 0, how == Raw::Counted ? perTask : 0);
-    uc_reg_read(e.uc, UC_X86_REG_RIP, &e.rip);
-    if (e.rip != kHcExit && e.rip != kHcExit + 1)
+  RawRuns runs(how, loop);
+  do
+    if (!runs.runOnce(1))
       return 0; // the benchmarks report a zero rate: the run did not reach the exit stub
-    instructions += perTask;
-    elapsed = threadSeconds() - start;
-  }
-  return static_cast<double>(instructions) / elapsed;
+  while (runs.seconds() < 0.5);
+  return runs.rate();
 }
 
 // Each measured once per process, when first asked for.
@@ -343,6 +369,9 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false, boo
   // machine's speed drifts within seconds, and rates measured a minute apart are no yardstick.
   Yardstick raw(1, false, Stepping::Default), rawRr(cpus, true, Stepping::Default);
   Yardstick lean(1, false, Stepping::Lean), leanRr(cpus, true, Stepping::Lean);
+  // Fast mode's: bare Unicorn's runs of the same tasks, likewise after each of the machine's.
+  RawRuns counted(Raw::Counted, loop), free(Raw::Free, loop), hooked(Raw::BlockHooked, loop);
+  bool rawRunsEnded = true;
   for (auto _ : state) {
     state.PauseTiming();
     m.restore(start);
@@ -354,13 +383,18 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false, boo
     m.run(inOrder ? static_cast<sim::Scheduler &>(first) : rr);
     seconds += threadSeconds() - t0;
     instructions += instructionsOf(loop) * cpus;
-    if (quantum == 1) {
-      state.PauseTiming();
+    state.PauseTiming();
+    if (quantum == 1)
       for (Yardstick *y : {&raw, &rawRr, &lean, &leanRr})
         y->runOnce(cpus);
-      state.ResumeTiming();
-    }
+    else
+      for (RawRuns *r : {&counted, &free, &hooked})
+        if (r != &counted || loop == Loop::Tight)
+          rawRunsEnded &= r->runOnce(cpus);
+    state.ResumeTiming();
   }
+  if (!rawRunsEnded)
+    state.SkipWithError("a raw run did not reach the exit stub");
   for (unsigned t = 0; t < cpus; ++t)
     if (m.task(static_cast<int>(t)).state != sim::TaskState::Exited ||
         m.task(static_cast<int>(t)).result != resultOf(loop))
@@ -382,9 +416,10 @@ void runSim(benchmark::State &state, unsigned quantum, bool inOrder = false, boo
   }
   if (quantum > 1) {
     if (loop == Loop::Tight)
-      state.counters["vs_counted"] = rate / rawRateOnce(Raw::Counted, loop);
-    state.counters["vs_free"] = rate / rawRateOnce(Raw::Free, loop);
-    state.counters["vs_block_hooked"] = rate / rawRateOnce(Raw::BlockHooked, loop);
+      state.counters["vs_counted"] = rate / counted.rate();
+    state.counters["free_instr/s"] = free.rate();
+    state.counters["vs_free"] = rate / free.rate();
+    state.counters["vs_block_hooked"] = rate / hooked.rate();
   }
 }
 
