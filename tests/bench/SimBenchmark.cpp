@@ -215,8 +215,8 @@ class RawRuns {
 public:
   RawRuns(Raw how, Loop loop) : how_(how), loop_(loop) {
     uc_hook hook;
-    if (how ==
-        Raw::BlockHooked) // one empty block hook: what fast mode's runs by blocks cannot avoid
+    // One empty block hook: what fast mode's runs by blocks cannot avoid.
+    if (how == Raw::BlockHooked)
       uc_hook_add(e_.uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void *>(&noBlock), nullptr, 1, 0);
   }
   // False when a run did not reach the exit stub.

@@ -77,10 +77,11 @@ sim::MachineConfig machineConfigFor(const Scenario &scenario) {
   // running them as one event loses no behaviour and removes most decisions.
   c.quantum = 4096;
   c.traceFlagSteps = true; // each step follows a rewrite of the site's bytes (MachineConfig.h)
-  // A site scenario's trampolines are hypercall addresses in its own text: it allocates little or
-  // no trampoline memory, and the default megabyte cost every harness about 10 MiB of copies and
-  // fresh pages when built (the area's canonical bytes, flags and per-CPU views, then the
-  // snapshot's copies of them).
+  // A 64 KiB trampoline area: a site scenario's trampolines are hypercall addresses in its own
+  // text, and the Linux harness (which shares this configuration) runs the tree's text_poke code,
+  // so neither allocates trampoline memory; the default megabyte cost every harness about 10 MiB
+  // of copies and fresh pages when built (the area's canonical bytes, flags and per-CPU views, then
+  // the snapshot's copies of them).
   c.moduleSize = 64 << 10;
   return c;
 }
