@@ -66,34 +66,57 @@ void onNoCode(uc_engine *, std::uint64_t, std::uint32_t, void *) {}
 
 } // namespace
 
-// Fast mode's one code hook, called before each instruction (uc_emu_stop in it stops before that
-// instruction executes): a start ends after its budget of instructions, and a run before the first
-// watched instruction (needsStep). Unicorn's own instruction count would be a second code hook on
-// every instruction, beside hooks on watched lines (one per line: Unicorn walks the whole list at
-// each instruction); and Unicorn 2.0.1 drops every translation when a start without a count
-// follows one with it. So a fast-mode engine's starts never pass a count; this hook counts.
-// A machine that only steps (quantum 1) counts with Unicorn's count, its one code hook.
+// onCode's and onStep's long paths, out of line (tail calls) so that their short paths save no
+// registers: a stop, and a look at a line not yet known clear of watched text.
+[[gnu::noinline, gnu::cold]] void stopBefore(uc_engine *uc, CpuRuntime *cpu,
+                                             std::uint64_t address) {
+  cpu->stoppedByCode = true;
+  cpu->stopPc = address;
+  uc_emu_stop(uc);
+}
+
+[[gnu::noinline]] void onCodeAtLine(uc_engine *uc, CpuRuntime *cpu, std::uint64_t address) {
+  if (cpu->budget == 0)
+    return stopBefore(uc, cpu, address);
+  const std::uint64_t line = lineOf(address);
+  if (cpu->machine->lineWatchedAt(line) || cpu->machine->lineWatchedAt(line + kLineSize)) {
+    if (cpu->machine->needsStep(cpu->index, address))
+      return stopBefore(uc, cpu, address);
+  } else {
+    cpu->clearLine = line;
+  }
+  --cpu->budget;
+}
+
+// The code hook that ends a start, called before each instruction (uc_emu_stop in it stops before
+// that instruction executes): a start ends after its budget of instructions, and in fast mode a run
+// ends before the first watched instruction (needsStep). It notes where it stopped (the next
+// event's pc), so that the machine need not read the pc back from the engine.
+// Why not Unicorn's own count: in fast mode it would be a second code hook on every instruction,
+// beside hooks on watched lines (one per line: Unicorn walks the whole list at each instruction),
+// and Unicorn 2.0.1 drops every translation when a start without a count follows one with it. A
+// machine that only steps would pay the same for either hook (Unicorn's count is a code hook too),
+// but then reads the pc from the engine after every step.
 // A run starts only where nothing is pending and watched lines change only between events, so
 // within a run an instruction needs a step exactly when its line or the next is watched; the last
 // line found clear of both is remembered (CpuRuntime::clearLine, reset at every start).
 void onCode(uc_engine *uc, std::uint64_t address, std::uint32_t, void *user) {
   auto *cpu = static_cast<CpuRuntime *>(user);
-  if (cpu->budget == 0) {
-    uc_emu_stop(uc);
+  if (cpu->budget != 0 && (!cpu->freeRunning || lineOf(address) == cpu->clearLine)) {
+    --cpu->budget;
     return;
   }
-  const std::uint64_t line = lineOf(address);
-  if (cpu->freeRunning && line != cpu->clearLine) {
-    if (cpu->machine->lineWatchedAt(line) || cpu->machine->lineWatchedAt(line + kLineSize)) {
-      if (cpu->machine->needsStep(cpu->index, address)) {
-        uc_emu_stop(uc);
-        return;
-      }
-    } else {
-      cpu->clearLine = line;
-    }
+  onCodeAtLine(uc, cpu, address);
+}
+
+// The code hook of a machine that only steps: onCode without the watched lines' checks.
+void onStep(uc_engine *uc, std::uint64_t address, std::uint32_t, void *user) {
+  auto *cpu = static_cast<CpuRuntime *>(user);
+  if (cpu->budget != 0) {
+    --cpu->budget;
+    return;
   }
-  --cpu->budget;
+  stopBefore(uc, cpu, address);
 }
 
 void Machine::Impl::hookData(CpuRuntime &cpu, const DataWatch &w) {
@@ -104,9 +127,8 @@ void Machine::Impl::hookData(CpuRuntime &cpu, const DataWatch &w) {
   cpu.hooks.push_back(h);
 }
 
-// The hooks every engine has (traps, faults), the hook that ends its starts (EngineHooks: none
-// when Unicorn counts, onCode before every instruction, onBlock before every block) and the
-// watched data ranges.
+// The hooks every engine has (traps, faults), the hook that ends its starts (EngineHooks: onCode
+// before every instruction, onBlock before every block) and the watched data ranges.
 void Machine::Impl::addEngineHooks(CpuRuntime &cpu) {
   uc_hook h;
   check(uc_hook_add(cpu.uc, &h, UC_HOOK_INTR, reinterpret_cast<void *>(&onInterrupt), &cpu, 1, 0),
@@ -117,7 +139,11 @@ void Machine::Impl::addEngineHooks(CpuRuntime &cpu) {
         "uc_hook_add(MEM_INVALID)");
   cpu.hooks.push_back(h);
   switch (engineHooks) {
-  case EngineHooks::Count:
+  case EngineHooks::Steps:
+    // One code hook, as Unicorn's own count would be.
+    check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onStep), &cpu, 1, 0),
+          "uc_hook_add(CODE)");
+    cpu.hooks.push_back(h);
     break;
   case EngineHooks::Instructions:
     check(uc_hook_add(cpu.uc, &h, UC_HOOK_CODE, reinterpret_cast<void *>(&onCode), &cpu, 1, 0),

@@ -42,7 +42,7 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
   splitsFetchAtLines = config.fetchModel->splitsFetchAtLines();
   stepsOnly = config.quantum == 1 && !splitsFetchAtLines;
   traceSteps = abi.traceFlagReg >= 0 && config.quantum > 1 && config.traceFlagSteps;
-  engineHooks = config.quantum == 1 ? EngineHooks::Count
+  engineHooks = config.quantum == 1 ? EngineHooks::Steps
                 : traceSteps        ? EngineHooks::Blocks
                                     : EngineHooks::Instructions;
   othersReach = config.fetchModel->storeReach();

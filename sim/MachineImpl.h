@@ -149,10 +149,10 @@ struct State {
   std::uint64_t moduleNext = 0;
 };
 
-// How a CPU's engine ends its starts (Engines.cpp): by Unicorn's count (every instruction a step),
-// by a code hook called before every instruction (fast mode), or by a hook called before every
-// translated block, steps ending by the trace flag (fast mode on x86: BlockRuns.cpp).
-enum class EngineHooks : std::uint8_t { Count, Instructions, Blocks };
+// How a CPU's engine ends its starts (Engines.cpp): by a code hook called before every instruction,
+// alone (every instruction a step) or beside watched lines' checks (fast mode), or by a hook called
+// before every translated block, steps ending by the trace flag (fast mode on x86: BlockRuns.cpp).
+enum class EngineHooks : std::uint8_t { Steps, Instructions, Blocks };
 
 // A translated block's instruction count as last decoded (BlockRuns.cpp); addr 1: none.
 struct BlockCount {
@@ -204,6 +204,10 @@ struct CpuRuntime {
                                // is its gate's while Unicorn runs)
   std::uint64_t clearLine = 1; // a line no instruction of which needs a step (onCode); 1: none
   bool freeRunning = false;
+  // Where onCode stopped the start, before the instruction at `stopPc`: the engine's pc, known
+  // without asking Unicorn for it (a register read costs about 100 host instructions).
+  bool stoppedByCode = false;
+  std::uint64_t stopPc = 0;
   std::int64_t intno = -1;
   bool memFault = false;
   std::uint64_t memFaultAddr = 0;
@@ -244,7 +248,7 @@ void closeUnicorn(CpuRuntime &cpu);
 struct SpareEngines {
   const arch::Arch *arch = nullptr;
   unsigned cpus = 0;
-  EngineHooks hooks = EngineHooks::Count; // a machine adopts engines translated with its hooks
+  EngineHooks hooks = EngineHooks::Steps; // a machine adopts engines translated with its hooks
   std::vector<CpuRuntime> engines;        // uc, scratch, pristine; hooks still to delete
   struct Text {
     std::uint64_t base = 0, size = 0;
@@ -307,7 +311,7 @@ struct Machine::Impl {
   // Not when every instruction is a step: translations are then reused from step to step, and the
   // trap after each costs more than Unicorn's count (sim/README.md, "Steps by the trace flag").
   bool traceSteps = false;
-  EngineHooks engineHooks = EngineHooks::Count;
+  EngineHooks engineHooks = EngineHooks::Steps;
   StoreReach othersReach = StoreReach::AtOnce;
 
   State state;

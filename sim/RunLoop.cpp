@@ -155,6 +155,7 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   rt.dataSeen = false;
   rt.budget = count;
   rt.clearLine = 1; // not a line: onCode looks again
+  rt.stoppedByCode = false;
   uc_err err = UC_ERR_OK;
   if (traceSteps && count == 1) {
     err = traceStep(cpu, pc, window); // GuestAbi::traceFlagReg
@@ -163,10 +164,9 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   } else {
     if (traceSteps && (!rt.traceFlagKnown || rt.traceFlag))
       setTraceFlag(cpu, false);
-    // Counted by onCode in fast mode, by Unicorn when the machine only steps (Engines.cpp).
+    // Counted by onCode (Engines.cpp).
     rt.freeRunning = count > 1;
-    err =
-        uc_emu_start(rt.uc, pc, abi.unreachable, 0, engineHooks == EngineHooks::Count ? count : 0);
+    err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
     rt.freeRunning = false;
   }
   if (count > 1 && err == UC_ERR_OK && rt.intno < 0 && rt.dataSeen &&
@@ -174,9 +174,11 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
     // A stop requested from the watched access's hook takes effect before that instruction
     // retires (the access is not made): run it now, so the event ends after it as documented.
     rt.budget = 1;
+    rt.stoppedByCode = false;
     err = uc_emu_start(rt.uc, rt.dataPc, abi.unreachable, 0, 0);
   }
-  const std::uint64_t after = readReg(cpu, abi.pcReg);
+  const std::uint64_t after =
+      rt.stoppedByCode && err == UC_ERR_OK && rt.intno < 0 ? rt.stopPc : readReg(cpu, abi.pcReg);
   if (count == 1 && (err == UC_ERR_FETCH_UNMAPPED || err == UC_ERR_FETCH_PROT) && after != pc &&
       rt.memFaultAddr == after && rt.intno < 0)
     // A jump, call or return into text that cannot be fetched: Unicorn fetched the target before
