@@ -6,7 +6,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 int main(int argc, char **argv) {
   CLI::App app{"ftsim: a deterministic multi-core simulator and verification suite for live kernel "
@@ -30,19 +34,40 @@ int main(int argc, char **argv) {
   ftsim::cli::addReproCommand(app, result);
   ftsim::cli::addMergeCommand(app, result);
   ftsim::cli::addConformanceCommand(app, result);
-  // CLI11 reads an unsigned value with strtoull, which wraps "-3" to 2^64-3: every unsigned
-  // option of every command refuses a sign instead.
-  const CLI::Validator unsignedValue(
-      [](std::string &value) {
-        return value.find('-') == std::string::npos
-                   ? std::string()
-                   : "'" + value + "' is negative; expected a non-negative integer";
-      },
-      "", "unsigned");
+  // CLI11 2.1 reads an integer with strtoull or strtoll in base 0: "-3" wraps to 2^64-3 in an
+  // unsigned option, "010" is octal 8 and "0x10" hex 16, and a number beyond 64 bits saturates,
+  // all without a word. Every integer option of every command takes plain decimal instead (a
+  // narrower option's own range CLI11 checks itself).
+  const auto integerValue = [](bool isSigned) {
+    return CLI::Validator(
+        [isSigned](std::string &value) -> std::string {
+          const bool negative = !value.empty() && value.front() == '-';
+          if (negative && !isSigned)
+            return "'" + value + "' is negative; expected a non-negative integer";
+          const std::string digits = value.substr(negative ? 1 : 0);
+          if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+            return "'" + value + "' is not a decimal integer";
+          if (digits.size() > 1 && digits.front() == '0')
+            return "'" + value + "' starts with 0, which would read as octal; write it without";
+          errno = 0;
+          if (isSigned)
+            (void)std::strtoll(value.c_str(), nullptr, 10);
+          else
+            (void)std::strtoull(value.c_str(), nullptr, 10);
+          if (errno == ERANGE)
+            return "'" + value + "' is out of range (64 bits)";
+          return {};
+        },
+        "", isSigned ? "decimal" : "unsigned decimal");
+  };
   for (CLI::App *sub : app.get_subcommands({}))
-    for (CLI::Option *option : sub->get_options())
-      if (option->get_type_name() == "UINT")
-        option->check(unsignedValue);
+    for (CLI::Option *option : sub->get_options()) {
+      const std::string type = option->get_type_name();
+      if (type.starts_with("UINT"))
+        option->check(integerValue(false));
+      else if (type.starts_with("INT"))
+        option->check(integerValue(true));
+    }
   std::string known;
   bool isCommand = false;
   for (const CLI::App *sub : app.get_subcommands({})) {

@@ -69,6 +69,35 @@ TEST(CliEdges, NegativeAndZeroCountsAreRefused) {
   expectOneLineError("conformance --batches -2", "--batches: '-2' is negative");
 }
 
+// CLI11 saturated a count above 2^64-1 at 2^64-1 without a word (a run of 2^64-1 random schedules
+// that never ended, a seed the user did not give), and read "010" as octal 8 (a search of eight
+// sites for ten, a machine of eight CPUs).
+TEST(CliEdges, IntegersAreDecimalAndWithinRange) {
+  expectOneLineError("check --protocol int3 --explore random --runs 99999999999999999999",
+                     "--runs: '99999999999999999999' is out of range");
+  expectOneLineError("check --protocol int3 --explore random --runs 2 --seed 18446744073709551616",
+                     "--seed: '18446744073709551616' is out of range");
+  expectOneLineError("check --protocol int3 --bound -99999999999999999999", "--bound");
+  expectOneLineError("check --protocol int3 --sites 010", "--sites: '010' starts with 0");
+  expectOneLineError("trace --arch x86_64 --cpus 010", "--cpus: '010' starts with 0");
+  expectOneLineError("check --protocol int3 --max-executions 0x10",
+                     "--max-executions: '0x10' is not a decimal integer");
+  expectOneLineError("check --protocol int3 --bound 0x1", "--bound: '0x1' is not a decimal");
+  // The largest value itself is a seed like any other.
+  const CommandRun r = runFtsim(
+      "check --protocol int3 --explore random --runs 1 --seed 18446744073709551615 --json");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("seed 18446744073709551615"), std::string::npos) << r.out;
+}
+
+// --depth was taken as given, outside pct's 1-20 and by explorers that have no bug depth.
+TEST(CliEdges, PctDepthIsCheckedLikeTheScenarioFilesOwn) {
+  expectOneLineError("check --protocol int3 --explore pct --depth 0", "--depth 0");
+  expectOneLineError("check --protocol int3 --explore pct --depth 21", "--depth 21");
+  expectOneLineError("check --protocol int3 --explore random --depth 3",
+                     "--depth belongs to pct search, not to random");
+}
+
 TEST(CliEdges, FlagsThatCannotApplyAreErrorsNamingThem) {
   expectOneLineError("fuzz --runs 2 --seconds 3", "--seconds excludes --runs");
   expectOneLineError("check --protocol int3 --runs 5", "--runs");

@@ -228,8 +228,13 @@ ExploreOptions buildExploreOptions(const Scenario &s, const CheckRequest &r) {
   }
   if (r.seed)
     o.seed = *r.seed;
-  if (r.depth)
+  if (r.depth) {
+    if (o.explorer != "pct")
+      fatal("check: --depth belongs to pct search, not to {} search", o.explorer);
+    if (*r.depth < 1 || *r.depth > 20)
+      fatal("--depth {}: pct's bug depth is 1 to 20", *r.depth);
     o.pctDepth = *r.depth;
+  }
   o.reduction = !r.naive;
   o.stateHashing = !r.noStateHashing;
   if (r.continuation) {
