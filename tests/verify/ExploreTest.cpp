@@ -134,6 +134,10 @@ TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {
        "'code.task_cpus' is empty"},
       {"arch = \"x86_64\"\nprotocol = \"int3\"\nfidelity = \"exact\"\n",
        "fidelity 'exact' is not one of faithful, model-hypothesis, teaching-strawman"},
+      // Every event of an execution stays in memory: a bound of 2^63 let a runaway execution
+      // take it all.
+      {"arch = \"x86_64\"\nprotocol = \"int3\"\n[bounds]\nmax_events = 9223372036854775807\n",
+       "max_events = 9223372036854775807 is out of range (1-10000000"},
   };
   for (const auto &[text, expected] : cases) {
     // clang before 16 cannot capture a structured binding in a lambda: capture a reference.

@@ -150,8 +150,13 @@ void Scenario::validate(const std::string &origin) const {
     if (c == 0 && !preemption)
       bad("task_cpus puts a task on CPU 0, the patcher's CPU: without preemption = true it never "
           "runs while the patcher does, and there is nothing to explore");
-  if (bounds.maxEvents < 1)
-    bad("max_events must be positive");
+  // An execution keeps every event it runs (the log and the decisions: at least 108 bytes each),
+  // so the bound is also the memory a runaway execution may take: 10 million events, about 1 GiB
+  // per worker, 25 times the engine-level scenarios' 400,000.
+  if (bounds.maxEvents < 1 || bounds.maxEvents > kMaxEventsBound)
+    bad(fmt::format("max_events = {} is out of range (1-{}: every event of an execution is kept "
+                    "in memory)",
+                    bounds.maxEvents, kMaxEventsBound));
   if (bounds.preemptions < -1)
     bad(fmt::format("preemptions = {} (use -1 for no bound)", bounds.preemptions));
   if (!expectVerdict.empty() && expectVerdict != "violation" && expectVerdict != "verified")

@@ -136,6 +136,9 @@ inline constexpr std::array<std::string_view, 3> kFidelityWords = {"faithful", "
                                                                    "teaching-strawman"};
 bool isFidelityWord(std::string_view word);
 
+// The largest max_events a scenario may give (Scenario::validate says why).
+inline constexpr std::uint64_t kMaxEventsBound = 10'000'000;
+
 struct ScenarioBounds {
   std::uint64_t maxEvents = 20000;      // per execution; a longer execution is cut (reported)
   int preemptions = -1;                 // CHESS bound; -1: unbounded
