@@ -1,6 +1,7 @@
 // Protocols as files: every built-in protocol is a file that parses back to itself, the shipped
 // files in corpora/protocols/ spell the built-ins, a file and its built-in explore identically,
-// Olsa's merge verdicts, and broken files are one line naming the step and the key.
+// Olsa's merge verdicts, a protocol that never patches is a violation, and broken files are one
+// line naming the step and the key.
 
 #include "ftsim/verify/scenario/ProtocolFile.h"
 #include "ftsim/arch/Error.h"
@@ -149,6 +150,31 @@ TEST(ProtocolFiles, AScenarioCarriesItsProtocolProgram) {
   ASSERT_TRUE(back.protocolProgram);
   EXPECT_EQ(*back.protocolProgram, *s.protocolProgram);
   EXPECT_EQ(back.protocol, "olsa-merge");
+}
+
+// A protocol that never writes the new instruction (a sync alone, the old bytes again) is safe for
+// every CPU at every instant and does nothing: it was VERIFIED; the patch-applied oracle refuses
+// it on both ISAs, naming the bytes the site was left with.
+TEST(ProtocolFiles, AProtocolThatNeverWritesTheNewInstructionIsAViolation) {
+  int files = 0; // each its own name: the names of protocol files are the process's
+  const auto leftWith = [&files](const std::string &isa, const std::string &steps) {
+    const std::string text = "name = \"t\"\narch = \"" + isa + "\"\ncpus = 2\n" +
+                             (isa == "ppc32" ? "store = \"word\"\n" : "") +
+                             "[protocol_program]\nname = \"does-nothing-" +
+                             std::to_string(++files) + "\"\narch = \"" + isa +
+                             "\"\nsteps = " + steps + "\n";
+    const ExploreResult r = run(parseScenario(text, "t.toml"));
+    EXPECT_TRUE(r.counterexample) << isa << " " << steps;
+    if (!r.counterexample)
+      return std::string();
+    EXPECT_EQ(r.counterexample->violation.oracle, "patch-applied") << isa << " " << steps;
+    return arch::hexBytes(r.counterexample->violation.bytes);
+  };
+  EXPECT_EQ(leftWith("x86_64", "[\"sync\"]"), "0f 1f 44 00 00");
+  EXPECT_EQ(leftWith("x86_64", "[{ write = \"whole\", value = \"old\" }, \"sync\"]"),
+            "0f 1f 44 00 00");
+  EXPECT_EQ(leftWith("ppc32", "[\"sync\"]"), "60 00 00 00");
+  // Linux's own steps complete the patch (the correct protocols above find no counterexample).
 }
 
 TEST(ProtocolFiles, BrokenFilesAreOneLineNamingTheStepAndKey) {

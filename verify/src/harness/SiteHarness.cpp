@@ -136,15 +136,19 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 }
 } // namespace
 
+arch::Bytes SiteHarness::siteBytes(std::size_t site) const {
+  const PatchSiteInfo &s = sites_.at(site);
+  arch::Bytes now(s.oldBytes.size());
+  machine_->readText(s.addr, now);
+  return now;
+}
+
 std::uint64_t SiteHarness::finalStateHash() const {
   const sim::Machine &m = *machine_;
   std::uint64_t h = 0;
-  for (const PatchSiteInfo &s : sites_) {
-    arch::Bytes now(s.oldBytes.size());
-    machine_->readText(s.addr, now);
-    for (std::uint8_t b : now)
+  for (std::size_t s = 0; s < sites_.size(); ++s)
+    for (std::uint8_t b : siteBytes(s))
       h = mix(h, b);
-  }
   for (std::size_t t = 0; t < m.taskCount(); ++t) {
     const sim::TaskInfo info = m.task(static_cast<int>(t));
     h = mix(mix(h, static_cast<std::uint64_t>(info.state)), info.result);

@@ -1,4 +1,5 @@
-// The site harness's own oracle: trace completeness over the hits of its two trampolines.
+// The site harness's own oracles: trace completeness over the hits of its two trampolines, and
+// the patch's completion.
 
 #include "ftsim/verify/harness/SiteHarness.h"
 
@@ -67,10 +68,45 @@ private:
   const SiteHarness &harness_;
 };
 
+// Completion: an execution that ran to its end (the patcher finished, every task exited or
+// faulted) leaves every site holding its new instruction. A protocol that never writes it (a sync
+// alone, the old bytes again, a tail without its first byte) is safe for every CPU at every
+// instant and does nothing; without this oracle such a protocol file was VERIFIED. An execution
+// cut at max_events or deadlocked is not judged: its patcher did not finish.
+class SitePatchApplied final : public Oracle {
+public:
+  explicit SitePatchApplied(const SiteHarness &harness) : harness_(harness) {}
+  std::string_view name() const override { return "patch-applied"; }
+  void check(const ExecutionView &x, std::vector<Violation> &out) const override {
+    if (x.run.status != sim::RunResult::Status::Completed || x.machine.patcherActive())
+      return;
+    const auto &sites = harness_.sites();
+    for (std::size_t s = 0; s < sites.size(); ++s) {
+      const arch::Bytes now = harness_.siteBytes(s);
+      if (now == sites[s].newBytes)
+        continue;
+      Violation v = violationAt(
+          "patch-applied", lastEvent(x.machine),
+          fmt::format("the patch ended with site{} holding {}, not its new instruction {} ({})", s,
+                      arch::hexBytes(now), arch::hexBytes(sites[s].newBytes),
+                      arch::describeBytes(harness_.arch(), sites[s].newBytes, sites[s].addr)));
+      v.cpus = {x.machine.config().patcherCpu};
+      v.site = fmt::format("site{}", s);
+      v.bytes = now;
+      v.decoded = arch::describeBytes(harness_.arch(), now, sites[s].addr);
+      out.push_back(std::move(v));
+    }
+  }
+
+private:
+  const SiteHarness &harness_;
+};
+
 } // namespace
 
 OracleList SiteHarness::kindOracles() const {
-  return {std::make_shared<SiteTraceCompleteness>(*this)};
+  return {std::make_shared<SiteTraceCompleteness>(*this),
+          std::make_shared<SitePatchApplied>(*this)};
 }
 
 } // namespace ftsim::verify

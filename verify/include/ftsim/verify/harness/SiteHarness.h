@@ -86,6 +86,8 @@ public:
   std::size_t siteIndex(std::uint64_t addr) const;
   // Trampoline hits of the current execution, in order.
   const std::vector<TraceHit> &trace() const { return trace_; }
+  // The bytes site `site` holds now in canonical text (what the patcher wrote last).
+  arch::Bytes siteBytes(std::size_t site) const;
   // The protocol object of the current execution (its trap handler is installed).
   const arch::PatchProtocol *protocol() const { return protocol_.get(); }
 
