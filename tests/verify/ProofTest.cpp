@@ -1,14 +1,19 @@
 // Z3 proofs over the real protocols and encoders: today's protocols are proven safe at every
-// offset under every model; the broken ones yield decoded counterexamples.
+// offset under every model; the broken ones, and protocols that never patch, yield decoded
+// counterexamples.
 
 #include "ftsim/arch/Arch.h"
+#include "ftsim/arch/ProtocolProgram.h"
 #include "ftsim/verify/prove/Proofs.h"
 #include "ftsim/verify/prove/ProtocolTrace.h"
 #include "ftsim/verify/prove/QuiescenceProof.h"
+#include "ftsim/verify/scenario/ProtocolFile.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <tuple>
+#include <utility>
 
 using namespace ftsim;
 using namespace ftsim::verify;
@@ -62,6 +67,24 @@ TEST(ByteStateProof, EveryBrokenByteLevelVariantHasACounterexample) {
     const ProofResult r = proveByteStatesEverywhere(arch::archByName("x86_64"), p);
     EXPECT_FALSE(r.holds) << p;
     EXPECT_FALSE(r.counterexample.empty()) << p;
+  }
+}
+
+// Stores that never leave the site holding its new instruction are safe at every instant and patch
+// nothing: a protocol of syncs alone, or of the old bytes again, was proven "safe" before the
+// proof asked where the stores end.
+TEST(ByteStateProof, AProtocolThatNeverWritesTheNewInstructionFails) {
+  for (const auto &[name, steps] :
+       {std::pair<std::string, std::string>{"proof-only-syncs", "[\"sync\"]"},
+        {"proof-old-again", "[{ write = \"whole\", value = \"old\" }, \"sync\"]"}}) {
+    arch::registerFileProtocol(parseProtocolText(
+        "name = \"" + name + "\"\narch = \"x86_64\"\nsteps = " + steps + "\n", name));
+    const ProofResult r = proveByteStatesEverywhere(arch::archByName("x86_64"), name);
+    EXPECT_FALSE(r.holds) << name;
+    EXPECT_NE(r.counterexample.find("holding 0f 1f 44 00 00 = nopl (%rax, %rax), not its new "
+                                    "instruction e8"),
+              std::string::npos)
+        << r.counterexample;
   }
 }
 

@@ -254,7 +254,21 @@ ProofResult ByteStateProver::Impl::prove(const arch::Arch &arch, const ByteState
   const ProtocolTrace trace = traceProtocol(arch, q.protocol, q.store, requestsFor(arch, q));
   const std::string signature = signatureOf(arch, *q.fetch, trace);
   result.holds = true;
-  if (!proven_.contains(signature)) {
+  // Completion first: stores that never leave a site holding its new instruction (a protocol of
+  // syncs alone, or of the old bytes again) are safe at every instant and patch nothing.
+  for (std::size_t s = 0; s < trace.requests.size() && result.holds; ++s) {
+    const auto &req = trace.requests[s];
+    const arch::Bytes end = trace.siteAt(trace.stores(), s);
+    if (end != req.newBytes) {
+      result.holds = false;
+      result.counterexample =
+          fmt::format("the protocol's {} stores end with the site at {:#x} holding {}, not its new "
+                      "instruction {}",
+                      trace.stores(), req.addr, describeModelBytes(arch, end, req.addr),
+                      describeModelBytes(arch, req.newBytes, req.addr));
+    }
+  }
+  if (result.holds && !proven_.contains(signature)) {
     for (std::size_t s = 0; s < trace.requests.size() && result.holds; ++s) {
       result.checks++;
       if (std::optional<std::string> cex = refute(arch, *q.fetch, trace, s)) {
