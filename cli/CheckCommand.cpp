@@ -154,7 +154,8 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
     checkWritable(cp.path, "--checkpoint");
     if (f.checkpointEvery) {
       if (!(*f.checkpointEvery > 0 && *f.checkpointEvery <= 1e6))
-        fatal("--checkpoint-every {}: use a number of seconds above 0", *f.checkpointEvery);
+        fatal("--checkpoint-every {}: use a number of seconds above 0 and at most 1000000",
+              *f.checkpointEvery);
       cp.every = std::chrono::milliseconds(static_cast<long long>(*f.checkpointEvery * 1000));
     }
     hooks = verify::checkpointHooks(s, eo, cp);

@@ -90,6 +90,15 @@ TEST(CliEdges, IntegersAreDecimalAndWithinRange) {
   EXPECT_NE(r.out.find("seed 18446744073709551615"), std::string::npos) << r.out;
 }
 
+// Infinity was refused as "not above 0".
+TEST(CliEdges, CheckpointIntervalsOutsideTheirRangeSaySo) {
+  const std::string cp = (std::filesystem::temp_directory_path() / "ftsim-edge-cp.json").string();
+  for (const char *every : {"0", "-1", "inf", "nan", "2000000"})
+    expectOneLineError("check --protocol int3 --checkpoint " + cp + " --checkpoint-every " + every,
+                       "use a number of seconds above 0 and at most 1000000");
+  EXPECT_FALSE(std::filesystem::exists(cp)); // nothing written where the run was refused
+}
+
 // --depth was taken as given, outside pct's 1-20 and by explorers that have no bug depth.
 TEST(CliEdges, PctDepthIsCheckedLikeTheScenarioFilesOwn) {
   expectOneLineError("check --protocol int3 --explore pct --depth 0", "--depth 0");
