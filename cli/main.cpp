@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,15 @@ int main(int argc, char **argv) {
         },
         "", isSigned ? "decimal" : "unsigned decimal");
   };
+  // And a number of seconds is finite: CLI11's range check lets NaN through (every comparison with
+  // it is false), and `fuzz --seconds nan` ran until it found something.
+  const CLI::Validator finiteValue(
+      [](std::string &value) -> std::string {
+        return std::isfinite(std::strtod(value.c_str(), nullptr))
+                   ? std::string()
+                   : "'" + value + "' is not a finite number";
+      },
+      "", "finite");
   for (CLI::App *sub : app.get_subcommands({}))
     for (CLI::Option *option : sub->get_options()) {
       const std::string type = option->get_type_name();
@@ -67,6 +77,8 @@ int main(int argc, char **argv) {
         option->check(integerValue(false));
       else if (type.starts_with("INT"))
         option->check(integerValue(true));
+      else if (type.starts_with("FLOAT"))
+        option->check(finiteValue);
     }
   std::string known;
   bool isCommand = false;
