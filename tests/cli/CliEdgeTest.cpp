@@ -67,6 +67,7 @@ TEST(CliEdges, NegativeAndZeroCountsAreRefused) {
   expectOneLineError("trace --arch x86_64 --seed -1", "--seed");
   expectOneLineError("conformance --batches 0", "--batches 0");
   expectOneLineError("conformance --batches -2", "--batches: '-2' is negative");
+  expectOneLineError("conformance --batches 99999999999", "--batches 99999999999: at most 1000000");
 }
 
 // CLI11 saturated a count above 2^64-1 at 2^64-1 without a word (a run of 2^64-1 random schedules
