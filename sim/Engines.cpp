@@ -67,9 +67,9 @@ void onNoCode(uc_engine *, std::uint64_t, std::uint32_t, void *) {}
 } // namespace
 
 // onCode's and onStep's long paths, out of line (tail calls) so that their short paths save no
-// registers: a stop, and a look at a line not yet known clear of watched text.
-[[gnu::noinline, gnu::cold]] void stopBefore(uc_engine *uc, CpuRuntime *cpu,
-                                             std::uint64_t address) {
+// registers: a stop (once per step when the machine only steps: not cold), and a look at a line
+// not yet known clear of watched text.
+[[gnu::noinline]] void stopBefore(uc_engine *uc, CpuRuntime *cpu, std::uint64_t address) {
   cpu->stoppedByCode = true;
   cpu->stopPc = address;
   uc_emu_stop(uc);

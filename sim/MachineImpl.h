@@ -204,8 +204,9 @@ struct CpuRuntime {
                                // is its gate's while Unicorn runs)
   std::uint64_t clearLine = 1; // a line no instruction of which needs a step (onCode); 1: none
   bool freeRunning = false;
-  // Where onCode stopped the start, before the instruction at `stopPc`: the engine's pc, known
-  // without asking Unicorn for it (a register read costs about 100 host instructions).
+  // Where the code hook (onCode, onStep) stopped the start, before the instruction at `stopPc`:
+  // the engine's pc, known without asking Unicorn for it (a register read costs about 100 host
+  // instructions).
   bool stoppedByCode = false;
   std::uint64_t stopPc = 0;
   std::int64_t intno = -1;
