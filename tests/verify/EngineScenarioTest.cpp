@@ -77,6 +77,8 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
       {"ppc32-mflr-no-grace", {"violation", "live-patching"}},
       {"op-func-switch-race", {"violation", "function-trace-op"}},
       {"op-func-switch-race-fixed", {"verified", ""}},
+      {"ppc32-op-func-residual-race", {"violation", "function-trace-op"}},
+      {"ppc32-op-func-residual-race-dynamic", {"verified", ""}},
   };
   // Every engine-level file in the corpus is one of these (ExploreTest's site-level sweep skips
   // them), so a new one cannot go untested.
@@ -232,6 +234,38 @@ TEST(EngineScenario, OpFuncSwitchRaceOnTodaysOrderIsTwoDeviationsAway) {
   ASSERT_TRUE(r.counterexample);
   EXPECT_EQ(r.counterexample->violation.oracle, "function-trace-op");
   EXPECT_LE(r.stats.executions, 10u);
+}
+
+// The race 405e1d834807 leaves, on Linux 6.12's own order (ppc32: every site calls ftrace_caller):
+// a CPU that loaded function_trace_op (ftrace_list_end, no ops yet) before the publication takes
+// ftrace_sync_ipi inside ftrace_caller and then calls the function tracer's func, patched into
+// ftrace_call after the IPI, with ftrace_list_end. One deviation from the fair continuation
+// reaches it; a dynamic ops, which ftrace_call never calls directly, is VERIFIED within the same
+// bound.
+TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
+  const Scenario s = load("ppc32-op-func-residual-race");
+  ASSERT_FALSE(s.engine.pre405e1d834807);
+  ASSERT_FALSE(s.engine.pre59338f754a55);
+  ASSERT_EQ(s.linuxProfile, "6.12");
+  KernelHarness harness(s, imagePath(s));
+  const ExploreResult r = explore(harness, exploreOptionsFor(s));
+  ASSERT_TRUE(r.counterexample);
+  const Violation &v = r.counterexample->violation;
+  EXPECT_EQ(v.oracle, "function-trace-op");
+  EXPECT_NE(v.message.find("ops 'global:function' called for"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("with op 'ftrace_list_end', not its own 'global:function'"),
+            std::string::npos)
+      << v.message;
+  EXPECT_EQ(v.cpus, std::vector<unsigned>{1});
+  EXPECT_LE(r.stats.executions, 40u);
+
+  const Scenario dynamic = load("ppc32-op-func-residual-race-dynamic");
+  ASSERT_TRUE(dynamic.engine.ops.at(0).dynamic);
+  KernelHarness spared(dynamic, imagePath(dynamic));
+  const CheckReport c = check(spared, exploreOptionsFor(dynamic));
+  EXPECT_FALSE(c.minimised) << formatViolation(c.minimised->violation);
+  EXPECT_EQ(c.verdict, Verdict::Verified) << c.coverage;
+  EXPECT_NE(c.coverage.find("deviations <= 1"), std::string::npos) << c.coverage;
 }
 
 // int3-skips-call (2700fefdb2d9 & co): the old handler skips the site as if it were a nop, so a

@@ -60,6 +60,9 @@ TEST(LinuxProfile, PublishedScenariosClaimTheirReleases) {
       {"tramp-free-rcu-tasks", "6.12"},
       {"ppc32-tramp-free-rcu-tasks", "6.12"},
       {"ppc-word", "6.12"},
+      // A race Linux 6.12 still has (the order 405e1d834807 left), and the ops kind it spares.
+      {"ppc32-op-func-residual-race", "6.12"},
+      {"ppc32-op-func-residual-race-dynamic", "6.12"},
   };
   for (const auto &[name, profile] : claimed) {
     SCOPED_TRACE(name);
