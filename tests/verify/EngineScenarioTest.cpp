@@ -77,6 +77,7 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
       {"ppc32-mflr-no-grace", {"violation", "live-patching"}},
       {"op-func-switch-race", {"violation", "function-trace-op"}},
       {"op-func-switch-race-fixed", {"verified", ""}},
+      {"op-func-residual-race", {"violation", "function-trace-op"}},
       {"ppc32-op-func-residual-race", {"violation", "function-trace-op"}},
       {"ppc32-op-func-residual-race-dynamic", {"verified", ""}},
   };
@@ -266,6 +267,24 @@ TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
   EXPECT_FALSE(c.minimised) << formatViolation(c.minimised->violation);
   EXPECT_EQ(c.verdict, Verdict::Verified) << c.coverage;
   EXPECT_NE(c.coverage.find("deviations <= 1"), std::string::npos) << c.coverage;
+}
+
+// The same race on x86_64 with Linux 6.12's per-ops trampolines, in Rutland's sequence: a CPU
+// that entered ftrace_caller while a and b shared posix_cpu_timer_set loaded a, and is still before
+// ftrace_call when unregistering a has moved the site to b's trampoline, published b and put the
+// int3 on ftrace_call: the handler's emulated call runs b's func with a.
+TEST(EngineScenario, OpFuncResidualRaceOnX86WithPerOpsTrampolines) {
+  const Scenario s = load("op-func-residual-race");
+  ASSERT_TRUE(s.engine.opsTrampolines);
+  ASSERT_EQ(s.linuxProfile, "6.12");
+  KernelHarness harness(s, imagePath(s));
+  const ExploreResult r = explore(harness, exploreOptionsFor(s));
+  ASSERT_TRUE(r.counterexample) << r.stats.executions;
+  const Violation &v = r.counterexample->violation;
+  EXPECT_EQ(v.oracle, "function-trace-op");
+  EXPECT_NE(v.message.find("ops 'b' called for posix_cpu_timer_set"), std::string::npos)
+      << v.message;
+  EXPECT_NE(v.message.find("with op 'a', not its own 'b'"), std::string::npos) << v.message;
 }
 
 // int3-skips-call (2700fefdb2d9 & co): the old handler skips the site as if it were a nop, so a

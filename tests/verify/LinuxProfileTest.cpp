@@ -61,6 +61,7 @@ TEST(LinuxProfile, PublishedScenariosClaimTheirReleases) {
       {"ppc32-tramp-free-rcu-tasks", "6.12"},
       {"ppc-word", "6.12"},
       // A race Linux 6.12 still has (the order 405e1d834807 left), and the ops kind it spares.
+      {"op-func-residual-race", "6.12"},
       {"ppc32-op-func-residual-race", "6.12"},
       {"ppc32-op-func-residual-race-dynamic", "6.12"},
   };
@@ -106,10 +107,18 @@ TEST(LinuxProfile, TheFunctionTraceOpClaimIsChecked) {
       << why;
   EXPECT_EQ(why.find('\n'), std::string::npos);
   s.engine.pre405e1d834807 = false;
+  // x86_64 has had per-ops trampolines since v3.17: a 6.12 claim without them is another kernel.
+  const std::string noTrampolines = fatalMessage([&] { s.validate("x.toml"); });
+  EXPECT_NE(noTrampolines.find("x.toml: linux = \"6.12\" but no per-ops trampolines, which Linux "
+                               "6.12 has on x86_64 (f3bea49115b2; ops_trampolines = true)"),
+            std::string::npos)
+      << noTrampolines;
+  s.engine.opsTrampolines = true;
   s.validate("x.toml");
   s.linuxProfile = "3.13";
   s.protocol = "int3-skip";
   s.engine.pre59338f754a55 = true;
+  s.engine.opsTrampolines = false;
   EXPECT_NE(fatalMessage([&] {
               s.validate("x.toml");
             }).find("function_trace_op is set as after 405e1d834807, Linux 3.13's as before"),
@@ -117,7 +126,27 @@ TEST(LinuxProfile, TheFunctionTraceOpClaimIsChecked) {
   CheckRequest r;
   r.scenarioFile = path;
   r.linuxProfile = "6.12";
-  EXPECT_FALSE(buildCheckScenario(r).engine.pre405e1d834807);
+  const Scenario applied = buildCheckScenario(r);
+  EXPECT_FALSE(applied.engine.pre405e1d834807);
+  EXPECT_TRUE(applied.engine.opsTrampolines); // the release's, as its order and protocol are
+}
+
+// No powerpc release has per-ops trampolines: a ppc32 kernel scenario with them claims none.
+TEST(LinuxProfile, Ppc32KernelScenariosHaveNoPerOpsTrampolines) {
+  const std::string path =
+      std::string(FTSIM_CORPORA_DIR) + "/scenarios/ppc32-op-func-residual-race.toml";
+  Scenario s = loadScenarioFile(path);
+  s.validate(path);
+  s.engine.opsTrampolines = true;
+  const std::string why = fatalMessage([&] { s.validate("x.toml"); });
+  EXPECT_NE(why.find("x.toml: linux = \"6.12\" but per-ops trampolines, which Linux 6.12 does "
+                     "not have on ppc32 (f3bea49115b2)"),
+            std::string::npos)
+      << why;
+  CheckRequest r;
+  r.scenarioFile = path;
+  r.linuxProfile = "6.12";
+  EXPECT_FALSE(buildCheckScenario(r).engine.opsTrampolines);
 }
 
 TEST(LinuxProfile, CheckLinuxAppliesOneReleaseThroughout) {

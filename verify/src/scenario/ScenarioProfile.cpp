@@ -2,9 +2,9 @@
 // kind of scenario, and which profile a scenario's choices are.
 //
 //  - every kind: the patch protocol of the scenario's ISA;
-//  - kernel: the update order (59338f754a55), when function_trace_op is set (405e1d834807) and, if
-//  the scenario uses per-ops trampolines,
-//    whether the profile has them (f3bea49115b2);
+//  - kernel: the update order (59338f754a55), when function_trace_op is set (405e1d834807) and
+//    per-ops trampolines (f3bea49115b2: on x86_64 from v3.17, on powerpc never), which decide
+//    whether a single ops' sites call its own trampoline or ftrace_caller;
 //  - trampoline: when ftrace_shutdown() frees a dynamic trampoline and whether it synchronises
 //    when no code changed (12cce594fa8f, 0598e4f08e3d, 0e792b89e680).
 
@@ -32,6 +32,12 @@ std::string imageMismatch(const Scenario &s, const model::LinuxProfile &p) {
   return "";
 }
 
+// Per-ops trampolines of a kernel scenario: x86_64's since f3bea49115b2; no powerpc release has
+// them (the trampoline harness's ppc32 port says so in every profile line).
+bool releaseHasOpsTrampolines(const Scenario &s, const model::LinuxProfile &p) {
+  return p.opsTrampolines && s.arch == "x86_64";
+}
+
 std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
   const std::string_view protocol = model::profileProtocol(p, s.arch);
   if (s.protocol != protocol)
@@ -55,9 +61,14 @@ std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
       return fmt::format("function_trace_op is set as {} 405e1d834807, Linux {}'s as {}",
                          s.engine.pre405e1d834807 ? "before" : "after", p.name,
                          p.pre405e1d834807 ? "before" : "after");
-    if (s.engine.opsTrampolines && !p.opsTrampolines)
-      return fmt::format("per-ops trampolines, which Linux {} does not have (f3bea49115b2)",
-                         p.name);
+    if (const bool has = releaseHasOpsTrampolines(s, p); s.engine.opsTrampolines != has)
+      return s.engine.opsTrampolines
+                 ? fmt::format("per-ops trampolines, which Linux {} does not have on {} "
+                               "(f3bea49115b2)",
+                               p.name, s.arch)
+                 : fmt::format("no per-ops trampolines, which Linux {} has on {} (f3bea49115b2; "
+                               "ops_trampolines = true)",
+                               p.name, s.arch);
   }
   if (s.code == CodeKind::Trampoline) {
     if (!p.opsTrampolines)
@@ -91,10 +102,12 @@ void applyLinuxProfile(Scenario &s, const std::string &profileName,
     fatal("--linux {}: the scenario's image has {}", p.name, image);
   s.protocol = protocol;
   if (s.code == CodeKind::Kernel) {
-    if (s.engine.opsTrampolines && !p.opsTrampolines)
-      fatal("--linux {}: the scenario uses per-ops trampolines, which Linux {} does not have "
-            "(f3bea49115b2)",
-            p.name, p.name);
+    const bool trampolines = releaseHasOpsTrampolines(s, p);
+    if (s.engine.opsTrampolines && !trampolines)
+      fatal("--linux {}: the scenario uses per-ops trampolines, which Linux {} does not have on "
+            "{} (f3bea49115b2)",
+            p.name, p.name, s.arch);
+    s.engine.opsTrampolines = trampolines;
     s.engine.pre59338f754a55 = p.pre59338f754a55;
     s.engine.pre405e1d834807 = p.pre405e1d834807;
   }
