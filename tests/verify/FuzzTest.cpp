@@ -81,6 +81,11 @@ TEST(Fuzz, FindsShrinksAndSavesAViolationOfABrokenProtocol) {
   const std::string oracle = r.cex->violation.oracle;
   EXPECT_TRUE(oracle == "torn-fetch" || oracle == "guest-fault") << oracle;
   EXPECT_EQ(r.originalViolation.rfind(oracle, 0), 0u) << r.originalViolation;
+  // The report says which Linux the shrunk scenario is: no release patches with plain stores.
+  const std::string report = formatFuzz(o, r, "");
+  EXPECT_NE(report.find("\n  linux: no Linux release: protocol direct is not Linux 6.12's"),
+            std::string::npos)
+      << report;
   // Shrunk: no more steps than generated, no unused ops left, and 1-minimal (dropping any one
   // remaining step loses the violation).
   const auto &steps = r.failing->engine.steps;
@@ -169,9 +174,11 @@ TEST(Fuzz, LinuxProfileAppliesToEveryRun) {
     EXPECT_EQ(s.protocol, "int3-skip");
     EXPECT_EQ(s.linuxProfile, "4.19");
     EXPECT_FALSE(s.engine.pre59338f754a55);
+    EXPECT_TRUE(s.engine.opsTrampolines); // x86_64's since v3.17 (f3bea49115b2)
   }
   o.linuxProfile = "3.13";
   EXPECT_TRUE(fuzzScenario(o, functions, 0).engine.pre59338f754a55);
+  EXPECT_FALSE(fuzzScenario(o, functions, 0).engine.opsTrampolines);
   o.protocol = "int3";
   std::string message;
   try {

@@ -41,7 +41,10 @@ std::string formatFuzz(const FuzzOptions &o, const FuzzResult &r, const std::str
                                 o.seed, modeOf(o, r));
   out += fmt::format("generated: {}\n  {}\n", stepsOf(*r.original), r.originalViolation);
   out += fmt::format("shrunk to: {} ({})\n", stepsOf(*r.failing), r.failing->describe());
-  out += profileLine;
+  // Without --linux the generated scenario is the engine's defaults: say which release, if any,
+  // its choices are (x86_64 without per-ops trampolines is none since v3.17).
+  out += o.linuxProfile.empty() ? fmt::format("  linux: {}\n", describeScenarioProfile(*r.failing))
+                                : profileLine;
   out += formatViolation(r.cex->violation);
   out += fmt::format("schedule minimised to {} decisions, {} events\n", r.cex->choices.size(),
                      r.cex->events);
@@ -68,6 +71,7 @@ std::string fuzzJson(const FuzzOptions &o, const FuzzResult &r, const std::strin
     j["original_steps"] = stepsOf(*r.original);
     j["original_violation"] = r.originalViolation;
     j["steps"] = stepsOf(*r.failing);
+    j["linux_line"] = describeScenarioProfile(*r.failing);
     j["violation"] = summarizeViolation(r.cex->violation);
     j["decisions"] = r.cex->choices.size();
     j["replay"] = replayPath;

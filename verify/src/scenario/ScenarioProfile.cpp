@@ -160,7 +160,7 @@ std::string describeScenarioProfile(const Scenario &s) {
     return model::describeProfile(model::linuxProfileByName(s.linuxProfile));
   if (const model::LinuxProfile *p = scenarioProfile(s))
     return model::describeProfile(*p) + " (the newest profile with this scenario's choices)";
-  return fmt::format("no Linux release: {} (ftsim protocols, ftsim profiles)",
+  return fmt::format("no Linux release: {} (ftsim protocols lists the releases)",
                      mismatch(s, model::defaultLinuxProfile()));
 }
 
