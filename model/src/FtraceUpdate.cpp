@@ -77,7 +77,11 @@ void FtraceCore::modifyAllCode(unsigned command) {
   if (update && traceFunction_.kind != TraceFunction::Kind::ListFunc) {
     if (!pre405e1d834807_) { // before 405e1d834807 update_ftrace_function() had set it already
       publishFunctionTraceOp();
-      config_.port->syncCores(); // smp_call_function(ftrace_sync_ipi): every CPU sees the op
+      config_.port->syncCores();  // smp_call_function(ftrace_sync_ipi): every CPU sees the op
+      if (functionTraceOpWait_) { // the hypothesis: no CPU or task still holds the old op
+        config_.port->scheduleOnEachCpu();
+        config_.port->synchronizeRcuTasks();
+      }
     }
     if (!updateFtraceFunc(traceFunction_))
       kill();

@@ -149,6 +149,28 @@ TEST(LinuxProfile, Ppc32KernelScenariosHaveNoPerOpsTrampolines) {
   EXPECT_FALSE(buildCheckScenario(r).engine.opsTrampolines);
 }
 
+// function_trace_op_wait is ftsim's hypothesis: no release claims it, and --linux refuses it.
+TEST(LinuxProfile, TheGracePeriodHypothesisIsNoRelease) {
+  const std::string path =
+      std::string(FTSIM_CORPORA_DIR) + "/scenarios/ppc32-op-func-residual-race-wait.toml";
+  Scenario s = loadScenarioFile(path);
+  s.validate(path);
+  EXPECT_EQ(describeScenarioProfile(s).rfind("no Linux release: function_trace_op_wait", 0), 0u)
+      << describeScenarioProfile(s);
+  s.linuxProfile = "6.12";
+  EXPECT_NE(fatalMessage([&] {
+              s.validate("x.toml");
+            }).find("x.toml: linux = \"6.12\" but function_trace_op_wait"),
+            std::string::npos);
+  CheckRequest r;
+  r.scenarioFile = path;
+  r.linuxProfile = "6.12";
+  const std::string why = fatalMessage([&] { buildCheckScenario(r); });
+  EXPECT_NE(why.find("--linux 6.12: the scenario waits for grace periods"), std::string::npos)
+      << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos);
+}
+
 TEST(LinuxProfile, CheckLinuxAppliesOneReleaseThroughout) {
   CheckRequest r;
   r.trampScenario = "ops-uaf-no-sync";

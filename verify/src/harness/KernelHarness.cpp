@@ -121,6 +121,7 @@ void KernelHarness::boot() {
   Kernel &k = *kernel_;
   k.core().setPre59338f754a55Order(s.engine.pre59338f754a55);
   k.core().setPre405e1d834807(s.engine.pre405e1d834807);
+  k.core().setFunctionTraceOpWait(s.engine.functionTraceOpWait);
   slots_.resize(s.engine.ops.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const EngineOpsSpec &spec = s.engine.ops[i];

@@ -315,13 +315,15 @@ std::string Scenario::describe() const {
     std::string wl;
     for (std::size_t i = 0; i < engine.workloads.size(); ++i)
       wl += fmt::format("{}{}@cpu{}", i ? ", " : "", engine.workloads[i], i + 1);
-    return fmt::format("{} {} kernel{}, {} CPUs, workloads {}, {} ops, {} steps, store {}, "
-                       "fetch {}{}{}{}",
-                       arch, protocol, image.empty() ? "" : " " + image, cpus, wl,
-                       engine.ops.size(), engine.steps.size(), sim::storeModelName(store),
-                       fetch->name(), engine.opsTrampolines ? ", ops trampolines" : "",
-                       engine.pre59338f754a55 ? ", pre-59338f754a55 update order" : "",
-                       engine.pre405e1d834807 ? ", pre-405e1d834807 function_trace_op" : "");
+    return fmt::format(
+        "{} {} kernel{}, {} CPUs, workloads {}, {} ops, {} steps, store {}, "
+        "fetch {}{}{}{}{}",
+        arch, protocol, image.empty() ? "" : " " + image, cpus, wl, engine.ops.size(),
+        engine.steps.size(), sim::storeModelName(store), fetch->name(),
+        engine.opsTrampolines ? ", ops trampolines" : "",
+        engine.pre59338f754a55 ? ", pre-59338f754a55 update order" : "",
+        engine.pre405e1d834807 ? ", pre-405e1d834807 function_trace_op" : "",
+        engine.functionTraceOpWait ? ", grace periods after function_trace_op (hypothesis)" : "");
   }
   std::string siteList;
   for (std::size_t i = 0; i < sites.size(); ++i)
@@ -403,6 +405,8 @@ std::string Scenario::toToml() const {
                        "pre_59338f754a55 = {}\npre_405e1d834807 = {}\n",
                        wl, engine.seed, engine.opsTrampolines, engine.pre59338f754a55,
                        engine.pre405e1d834807);
+    if (engine.functionTraceOpWait) // only when set: older replay files keep their text
+      out += "function_trace_op_wait = true\n";
     for (const EngineOpsSpec &o : engine.ops) {
       std::string flags;
       auto flag = [&](bool on, const char *n) {

@@ -61,6 +61,10 @@ std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {
       return fmt::format("function_trace_op is set as {} 405e1d834807, Linux {}'s as {}",
                          s.engine.pre405e1d834807 ? "before" : "after", p.name,
                          p.pre405e1d834807 ? "before" : "after");
+    if (s.engine.functionTraceOpWait)
+      return fmt::format("function_trace_op_wait: Linux {} sends ftrace_sync_ipi after publishing "
+                         "function_trace_op and waits for no grace period (a hypothesis)",
+                         p.name);
     if (const bool has = releaseHasOpsTrampolines(s, p); s.engine.opsTrampolines != has)
       return s.engine.opsTrampolines
                  ? fmt::format("per-ops trampolines, which Linux {} does not have on {} "
@@ -107,6 +111,10 @@ void applyLinuxProfile(Scenario &s, const std::string &profileName,
       fatal("--linux {}: the scenario uses per-ops trampolines, which Linux {} does not have on "
             "{} (f3bea49115b2)",
             p.name, p.name, s.arch);
+    if (s.engine.functionTraceOpWait)
+      fatal("--linux {}: the scenario waits for grace periods after publishing function_trace_op "
+            "(function_trace_op_wait), which no release does",
+            p.name);
     s.engine.opsTrampolines = trampolines;
     s.engine.pre59338f754a55 = p.pre59338f754a55;
     s.engine.pre405e1d834807 = p.pre405e1d834807;

@@ -58,7 +58,8 @@ void parseEngine(const toml::table &table, const std::string &origin, Scenario &
   EngineSpec &e = s.engine;
   TableReader r(table, origin, "engine.",
                 {"workloads", "seed", "ops_trampolines", "pre_59338f754a55", "pre_405e1d834807",
-                 "explore", "runs", "seed_schedule", "pct_depth", "ops", "steps"});
+                 "function_trace_op_wait", "explore", "runs", "seed_schedule", "pct_depth", "ops",
+                 "steps"});
   if (table.get("workloads"))
     e.workloads = stringArray(table.get("workloads"), origin, "engine.workloads");
   if (auto v = r.integer("seed"))
@@ -69,6 +70,8 @@ void parseEngine(const toml::table &table, const std::string &origin, Scenario &
     e.pre59338f754a55 = *v;
   if (auto v = r.boolean("pre_405e1d834807"))
     e.pre405e1d834807 = *v;
+  if (auto v = r.boolean("function_trace_op_wait"))
+    e.functionTraceOpWait = *v;
   if (auto v = r.string("explore"))
     s.explore.explorer = *v;
   if (auto v = r.integer("runs")) {

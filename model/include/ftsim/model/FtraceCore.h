@@ -215,6 +215,13 @@ public:
   // ftrace_modify_all_code(), then an IPI, then ftrace_call) by default.
   void setPre405e1d834807(bool enabled) { pre405e1d834807_ = enabled; }
   bool pre405e1d834807() const { return pre405e1d834807_; }
+  // A hypothesis no release has: ftrace_modify_all_code() waits for every CPU and task to leave
+  // where it may hold the old function_trace_op (synchronize_rcu_tasks_rude(), then
+  // synchronize_rcu_tasks(), as ftrace_shutdown() does before freeing a trampoline) between
+  // publishing the op and patching ftrace_call to a single ops' func. Against the race the IPI
+  // leaves (a CPU that loaded the old op before the publication calls the new func with it).
+  void setFunctionTraceOpWait(bool enabled) { functionTraceOpWait_ = enabled; }
+  bool functionTraceOpWait() const { return functionTraceOpWait_; }
 
   // Commands of ftrace_run_update_code()
   static constexpr unsigned UpdateCalls = 1u << 0;     // FTRACE_UPDATE_CALLS
@@ -282,6 +289,7 @@ private:
   bool ftraceEnabled_ = true;
   bool pre59338f754a55_ = false;
   bool pre405e1d834807_ = false;
+  bool functionTraceOpWait_ = false;
   void publishFunctionTraceOp();
   bool disabled_ = false; // ftrace_disabled
   bool booted_ = false;

@@ -68,6 +68,8 @@
 //   ops_trampolines = false            # per-ops trampolines (f3bea491)
 //   pre_59338f754a55 = false           # the engine's pre-59338f754a55 update order
 //   pre_405e1d834807 = false           # function_trace_op set before ftrace_call
+//   function_trace_op_wait = false     # hypothesis: grace periods (rude, then tasks) between
+//                                      #   publishing function_trace_op and patching ftrace_call
 //   (pre-405e1d834807) explore = "random"                 # older spellings of [explore] explorer,
 //   runs, seed and runs = 40                          #   pct_depth, still read seed_schedule = 1
 //   pct_depth = 3
@@ -176,6 +178,7 @@ struct EngineSpec {
   bool opsTrampolines = false;
   bool pre59338f754a55 = false;
   bool pre405e1d834807 = false;
+  bool functionTraceOpWait = false; // a hypothesis (FtraceCore::setFunctionTraceOpWait)
   std::vector<EngineOpsSpec> ops;
   std::vector<EngineStep> steps;
   bool operator==(const EngineSpec &) const = default;
