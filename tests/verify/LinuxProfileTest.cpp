@@ -18,6 +18,25 @@
 namespace ftsim::verify {
 namespace {
 
+std::string corpusPath(const std::string &name) {
+  return std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml";
+}
+
+// A corpus file as `ftsim check` loads it, its claim validated.
+Scenario validCorpusScenario(const std::string &name) {
+  Scenario s = loadScenarioFile(corpusPath(name));
+  s.validate(corpusPath(name));
+  return s;
+}
+
+// What `ftsim check --scenario PATH --linux PROFILE` runs.
+Scenario checkedWithLinux(const std::string &path, const std::string &profile) {
+  CheckRequest r;
+  r.scenarioFile = path;
+  r.linuxProfile = profile;
+  return buildCheckScenario(r);
+}
+
 using test::fatalMessage;
 
 TEST(LinuxProfile, NewestIsTheDefaultAndEveryProtocolExists) {
@@ -67,9 +86,7 @@ TEST(LinuxProfile, PublishedScenariosClaimTheirReleases) {
   };
   for (const auto &[name, profile] : claimed) {
     SCOPED_TRACE(name);
-    const std::string path = std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml";
-    Scenario s = loadScenarioFile(path);
-    s.validate(path);
+    const Scenario s = validCorpusScenario(name);
     EXPECT_EQ(s.linuxProfile, profile);
     EXPECT_NE(describeScenarioProfile(s).find("Linux " + profile + " "), std::string::npos)
         << describeScenarioProfile(s);
@@ -94,9 +111,8 @@ TEST(LinuxProfile, AClaimTheChoicesContradictIsAOneLineError) {
 
 // 405e1d834807 is in v3.14: a 3.13 claim needs the early function_trace_op, a 6.12 one refuses it.
 TEST(LinuxProfile, TheFunctionTraceOpClaimIsChecked) {
-  const std::string path = std::string(FTSIM_CORPORA_DIR) + "/scenarios/op-func-switch-race.toml";
-  Scenario s = loadScenarioFile(path);
-  s.validate(path);
+  const std::string path = corpusPath("op-func-switch-race");
+  Scenario s = validCorpusScenario("op-func-switch-race");
   s.linuxProfile = "6.12";
   s.protocol = "int3";
   s.engine.pre59338f754a55 = false;
@@ -123,38 +139,27 @@ TEST(LinuxProfile, TheFunctionTraceOpClaimIsChecked) {
               s.validate("x.toml");
             }).find("function_trace_op is set as after 405e1d834807, Linux 3.13's as before"),
             std::string::npos);
-  CheckRequest r;
-  r.scenarioFile = path;
-  r.linuxProfile = "6.12";
-  const Scenario applied = buildCheckScenario(r);
+  const Scenario applied = checkedWithLinux(path, "6.12");
   EXPECT_FALSE(applied.engine.pre405e1d834807);
   EXPECT_TRUE(applied.engine.opsTrampolines); // the release's, as its order and protocol are
 }
 
 // No powerpc release has per-ops trampolines: a ppc32 kernel scenario with them claims none.
 TEST(LinuxProfile, Ppc32KernelScenariosHaveNoPerOpsTrampolines) {
-  const std::string path =
-      std::string(FTSIM_CORPORA_DIR) + "/scenarios/ppc32-op-func-residual-race.toml";
-  Scenario s = loadScenarioFile(path);
-  s.validate(path);
+  Scenario s = validCorpusScenario("ppc32-op-func-residual-race");
   s.engine.opsTrampolines = true;
   const std::string why = fatalMessage([&] { s.validate("x.toml"); });
   EXPECT_NE(why.find("x.toml: linux = \"6.12\" but per-ops trampolines, which Linux 6.12 does "
                      "not have on ppc32 (f3bea49115b2)"),
             std::string::npos)
       << why;
-  CheckRequest r;
-  r.scenarioFile = path;
-  r.linuxProfile = "6.12";
-  EXPECT_FALSE(buildCheckScenario(r).engine.opsTrampolines);
+  EXPECT_FALSE(
+      checkedWithLinux(corpusPath("ppc32-op-func-residual-race"), "6.12").engine.opsTrampolines);
 }
 
 // function_trace_op_wait is ftsim's hypothesis: no release claims it, and --linux refuses it.
 TEST(LinuxProfile, TheGracePeriodHypothesisIsNoRelease) {
-  const std::string path =
-      std::string(FTSIM_CORPORA_DIR) + "/scenarios/ppc32-op-func-residual-race-wait.toml";
-  Scenario s = loadScenarioFile(path);
-  s.validate(path);
+  Scenario s = validCorpusScenario("ppc32-op-func-residual-race-wait");
   EXPECT_EQ(describeScenarioProfile(s).rfind("no Linux release: function_trace_op_wait", 0), 0u)
       << describeScenarioProfile(s);
   s.linuxProfile = "6.12";
@@ -162,10 +167,8 @@ TEST(LinuxProfile, TheGracePeriodHypothesisIsNoRelease) {
               s.validate("x.toml");
             }).find("x.toml: linux = \"6.12\" but function_trace_op_wait"),
             std::string::npos);
-  CheckRequest r;
-  r.scenarioFile = path;
-  r.linuxProfile = "6.12";
-  const std::string why = fatalMessage([&] { buildCheckScenario(r); });
+  const std::string why = fatalMessage(
+      [&] { checkedWithLinux(corpusPath("ppc32-op-func-residual-race-wait"), "6.12"); });
   EXPECT_NE(why.find("--linux 6.12: the scenario waits for grace periods"), std::string::npos)
       << why;
   EXPECT_EQ(why.find('\n'), std::string::npos);
