@@ -121,6 +121,7 @@ public:
   bool nextCallFollowsGracePeriod() const override { return false; }
   // module_alloc() of powerpc/32 (2ec13df16704) first tries within 32 MiB below _etext.
   bool modulesNearKernelText() const override { return v_.bits == 32; }
+  bool linuxOpsTrampolines() const override { return false; }
   std::vector<std::string> guestFlavours() const override { return parts_.guestFlavours; }
   const std::vector<ProtocolEntry> &protocolTable() const override { return parts_.protocols; }
   const std::vector<MutantEntry> &mutants() const override { return parts_.mutants; }

@@ -88,6 +88,7 @@ public:
   bool atomicInsnWords() const override { return false; }
   bool nextCallFollowsGracePeriod() const override { return true; }
   bool modulesNearKernelText() const override { return false; }
+  bool linuxOpsTrampolines() const override { return true; }
   std::vector<std::string> guestFlavours() const override {
     return {"x86_64-fentry", "x86_64-mcount"};
   }

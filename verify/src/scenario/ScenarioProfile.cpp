@@ -10,6 +10,7 @@
 
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/model/LinuxProfile.h"
 
@@ -32,10 +33,10 @@ std::string imageMismatch(const Scenario &s, const model::LinuxProfile &p) {
   return "";
 }
 
-// Per-ops trampolines of a kernel scenario: x86_64's since f3bea49115b2; no powerpc release has
-// them (the trampoline harness's ppc32 port says so in every profile line).
+// Per-ops trampolines of a kernel scenario: the release's (f3bea49115b2), where Linux gives the ISA
+// any (Arch::linuxOpsTrampolines).
 bool releaseHasOpsTrampolines(const Scenario &s, const model::LinuxProfile &p) {
-  return p.opsTrampolines && s.arch == "x86_64";
+  return p.opsTrampolines && arch::archByName(s.arch).linuxOpsTrampolines();
 }
 
 std::string mismatch(const Scenario &s, const model::LinuxProfile &p) {

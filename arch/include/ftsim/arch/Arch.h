@@ -147,6 +147,9 @@ public:
   // Whether the simulated kernel places its module area near kernel text, so that a direct call
   // reaches it (powerpc module_alloc()'s first try, 2ec13df16704, v5.13).
   virtual bool modulesNearKernelText() const = 0;
+  // Whether Linux gives this ISA per-ops trampolines once a release has them (f3bea49115b2, v3.17:
+  // x86; no powerpc release has them, the trampoline harness's ppc32 ones are a port of x86's).
+  virtual bool linuxOpsTrampolines() const = 0;
   // The built-in guest images of this ISA (corpora/guest flavours), default first; empty when the
   // ISA has none (it cannot be executed).
   virtual std::vector<std::string> guestFlavours() const = 0;
