@@ -4,6 +4,7 @@
 // line naming the step and the key.
 
 #include "ftsim/verify/scenario/ProtocolFile.h"
+#include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/arch/ProtocolProgram.h"
@@ -159,7 +160,7 @@ TEST(ProtocolFiles, AProtocolThatNeverWritesTheNewInstructionIsAViolation) {
   int files = 0; // each its own name: the names of protocol files are the process's
   const auto leftWith = [&files](const std::string &isa, const std::string &steps) {
     const std::string text = "name = \"t\"\narch = \"" + isa + "\"\ncpus = 2\n" +
-                             (isa == "ppc32" ? "store = \"word\"\n" : "") +
+                             (arch::archByName(isa).atomicInsnWords() ? "store = \"word\"\n" : "") +
                              "[protocol_program]\nname = \"does-nothing-" +
                              std::to_string(++files) + "\"\narch = \"" + isa +
                              "\"\nsteps = " + steps + "\n";
