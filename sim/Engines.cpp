@@ -124,7 +124,7 @@ void Machine::Impl::hookData(CpuRuntime &cpu, const DataWatch &w) {
   check(uc_hook_add(cpu.uc, &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
                     reinterpret_cast<void *>(&onDataAccess), &cpu, w.addr, w.addr + w.size - 1),
         "uc_hook_add(MEM)");
-  cpu.hooks.push_back(h);
+  cpu.dataHooks.push_back(h);
 }
 
 // The hooks every engine has (traps, faults), the hook that ends its starts (EngineHooks: onCode
@@ -212,6 +212,7 @@ void closeUnicorn(CpuRuntime &cpu) {
   cpu.scratch = nullptr;
   cpu.uc = nullptr;
   cpu.hooks.clear();
+  cpu.dataHooks.clear();
   cpu.blockHook = 0;
   cpu.blockGate.reset();
 }

@@ -173,6 +173,7 @@ void Machine::watchSite(std::uint64_t addr, std::uint32_t size,
 
 RunResult Machine::run(Scheduler &scheduler, std::uint64_t maxEvents) {
   impl_->dropUnadopted();
+  impl_->settleViews();
   return impl_->run(scheduler, maxEvents);
 }
 
@@ -218,6 +219,7 @@ arch::Bytes Machine::viewBytes(unsigned cpu, std::uint64_t addr, std::size_t siz
   const TextRegion *r = impl_->textAt(addr);
   if (!r || addr + size - r->base > r->size)
     fatal("viewBytes {:#x}+{} is not inside text", addr, size);
+  impl_->settleViews();
   const std::uint8_t *v = r->views.at(cpu).get() + (addr - r->base);
   return arch::Bytes(v, v + size);
 }

@@ -62,15 +62,32 @@ struct TextRegion {
   // of the fields above calls touch().
   std::vector<std::uint8_t> lineDirty;
   std::vector<std::uint32_t> dirtyLines;
+  // What the region was mapped with (its bytes; poison after them), and the lines whose canonical
+  // bytes, view bytes or flags may differ from that since: a machine that takes the region over
+  // from a destroyed one (EnginePool.cpp) rewrites only these. Marked by touch() and by restores.
+  std::vector<std::uint8_t> init;
+  std::vector<std::uint8_t> lineChanged;
+  std::vector<std::uint32_t> changedLines;
+  // Lines of a taken-over region whose views may still hold the last machine's bytes
+  // (Machine::Impl::settleViews).
+  std::vector<std::uint32_t> pendingViews;
   bool contains(std::uint64_t a) const { return a - base < size; }
+  void markChanged(std::uint64_t line) {
+    if (!lineChanged[line]) {
+      lineChanged[line] = 1;
+      changedLines.push_back(static_cast<std::uint32_t>(line));
+    }
+  }
   void touch(std::uint64_t offset, std::uint64_t length) {
     if (length == 0)
       return;
-    for (std::uint64_t l = offset / kLineSize; l <= (offset + length - 1) / kLineSize; ++l)
+    for (std::uint64_t l = offset / kLineSize; l <= (offset + length - 1) / kLineSize; ++l) {
       if (!lineDirty[l]) {
         lineDirty[l] = 1;
         dirtyLines.push_back(static_cast<std::uint32_t>(l));
       }
+      markChanged(l);
+    }
   }
   void clearDirty() {
     for (std::uint32_t l : dirtyLines)
@@ -194,7 +211,10 @@ struct CpuRuntime {
   uc_engine *uc = nullptr;
   uc_context *scratch = nullptr;
   uc_context *pristine = nullptr; // the registers of the engine as opened (EnginePool.cpp)
-  std::vector<uc_hook> hooks;     // every hook added to the engine but the block hook
+  // The hooks every engine of its kind has (traps, faults, the code hooks: addEngineHooks), which
+  // stay with the engine when a machine adopts it (EnginePool.cpp), and the watched data's.
+  std::vector<uc_hook> hooks;
+  std::vector<uc_hook> dataHooks;
   // The block hook (EngineHooks::Blocks) and its gate. Both stay with the engine when a machine
   // adopts it (EnginePool.cpp): Unicorn 2.0.1 calls a lone block hook directly from the blocks it
   // translated, with the user pointer it was added with, and those translations are kept.
@@ -250,11 +270,16 @@ struct SpareEngines {
   const arch::Arch *arch = nullptr;
   unsigned cpus = 0;
   EngineHooks hooks = EngineHooks::Steps; // a machine adopts engines translated with its hooks
-  std::vector<CpuRuntime> engines;        // uc, scratch, pristine; hooks still to delete
+  // The machine's runtimes whole: the engines' code hooks hold pointers to them. Their data hooks
+  // are still to delete.
+  std::vector<CpuRuntime> engines;
   struct Text {
     std::uint64_t base = 0, size = 0;
     std::vector<HostBuffer> views; // one per CPU, mapped into that CPU's engine
     std::vector<std::vector<std::uint64_t>> translated; // TextRegion::translated
+    HostBuffer canonical, flags;                        // as the last machine left them
+    std::vector<std::uint8_t> init;                     // TextRegion::init
+    std::vector<std::uint32_t> changedLines;            // TextRegion::changedLines
   };
   struct Data {
     std::uint64_t base = 0, size = 0;
@@ -349,16 +374,24 @@ struct Machine::Impl {
   // the machine first runs or snapshots (dropUnadopted).
   std::unique_ptr<SpareEngines> adopted;
   bool enginesAdopted = false;
+  // Some region's pendingViews are not settled yet (EnginePool.cpp).
+  bool viewsPending = false;
   std::uint64_t machinesOnEngines = 0; // before this one
   bool adoptEngines();
-  bool adoptText(TextRegion &r);
+  bool adoptText(TextRegion &r, std::span<const std::uint8_t> bytes);
   bool adoptData(DataRegion &r);
   void dropAdopted(std::uint64_t addr, std::uint64_t size);
   void dropUnadopted();
+  // Every pending view line rewritten to the canonical bytes, translations removed only where the
+  // bytes differ; before anything runs or reads the views (EnginePool.cpp).
+  void settleViews();
   void releaseEngines();
 
   // Memory.
   void checkFree(std::uint64_t addr, std::uint64_t size) const;
+  // A new region's canonical bytes (poison, then `bytes`) and flags; one line of them back to that.
+  void initText(TextRegion &r, std::span<const std::uint8_t> bytes);
+  void initLine(TextRegion &r, std::uint64_t line);
   void addTextRegion(std::uint64_t addr, std::span<const std::uint8_t> bytes,
                      std::uint64_t minSize);
   void addDataRegion(std::uint64_t addr, std::uint64_t size, std::span<const std::uint8_t> init);

@@ -73,6 +73,25 @@ void Machine::Impl::checkFree(std::uint64_t addr, std::uint64_t size) const {
       fatal("mapping {:#x}+{:#x} overlaps data at {:#x}", addr, size, r.base);
 }
 
+void Machine::Impl::initText(TextRegion &r, std::span<const std::uint8_t> bytes) {
+  r.init.assign(bytes.begin(), bytes.end());
+  r.canonical = allocHost(r.size);
+  fillPoison(r.canonical.get(), r.size, abi.poison);
+  if (!bytes.empty()) // memcpy from an empty span's null data() is undefined
+    std::memcpy(r.canonical.get(), bytes.data(), bytes.size());
+  r.flags = allocHost(r.size);
+  std::memset(r.flags.get(), 0, r.size);
+}
+
+void Machine::Impl::initLine(TextRegion &r, std::uint64_t line) {
+  const std::uint64_t off = line * kLineSize;
+  const std::span<const std::uint8_t> poison = abi.poison;
+  std::uint8_t *out = r.canonical.get() + off;
+  for (std::uint64_t i = 0; i < kLineSize; ++i)
+    out[i] = off + i < r.init.size() ? r.init[off + i] : poison[(off + i) % poison.size()];
+  std::memset(r.flags.get() + off, 0, kLineSize);
+}
+
 void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8_t> bytes,
                                   std::uint64_t minSize) {
   if (addr % kPage)
@@ -82,19 +101,15 @@ void Machine::Impl::addTextRegion(std::uint64_t addr, std::span<const std::uint8
   TextRegion r;
   r.base = addr;
   r.size = size;
-  r.canonical = allocHost(size);
-  fillPoison(r.canonical.get(), size, abi.poison);
-  if (!bytes.empty()) // memcpy from an empty span's null data() is undefined
-    std::memcpy(r.canonical.get(), bytes.data(), bytes.size());
-  r.flags = allocHost(size);
-  std::memset(r.flags.get(), 0, size);
   r.lineWatched.assign(size / kLineSize, 0);
   r.lineDirty.assign(size / kLineSize, 0);
-  if (adoptText(r)) { // EnginePool.cpp: mapped already, rewritten where it differed
+  r.lineChanged.assign(size / kLineSize, 0);
+  if (adoptText(r, bytes)) { // EnginePool.cpp: mapped already, rewritten where it differed
     text.push_back(std::move(r));
     lastText = nullptr;
     return;
   }
+  initText(r, bytes);
   for (CpuRuntime &cpu : cpus) {
     HostBuffer view = allocHost(size);
     std::memcpy(view.get(), r.canonical.get(), size);
@@ -194,25 +209,34 @@ void Machine::Impl::refreshLine(unsigned cpu, std::uint64_t line) {
     r->touch(line - r->base, kLineSize);
 }
 
-// Writes `n` bytes into `cpu`'s view of `r` at `addr` and removes Unicorn's translations over the
-// bytes that changed, from the first to the last: a translation made only of bytes before or after
-// them is still what the view holds. Removing whole lines took the translations of the code around
-// a site too (a traced function's body shares the site's line), and an execution's cost is mostly
-// translating again (sim/README.md, "Performance"). False when no byte changed.
+// Writes `n` bytes into `cpu`'s view of `r` at `addr` and removes Unicorn's translations over each
+// run of bytes that changed (runs less than kRewriteGap bytes apart taken as one): a translation
+// made only of bytes that did not change is still what the view holds. Removing whole lines took
+// the translations of the code around a site too (a traced function's body shares the site's
+// line), and removing from the first changed byte to the last took a whole page's when an adopted
+// page (EnginePool.cpp) differed at sites far apart; an execution's cost is mostly translating
+// again (sim/README.md, "Performance"). False when no byte changed.
 bool Machine::Impl::rewriteView(unsigned cpu, TextRegion &r, std::uint64_t addr,
                                 const std::uint8_t *bytes, std::size_t n) {
+  constexpr std::size_t kRewriteGap = 16;
   std::uint8_t *view = r.views[cpu].get() + (addr - r.base);
-  std::size_t first = 0;
-  while (first < n && view[first] == bytes[first])
-    ++first;
-  if (first == n)
-    return false;
-  std::size_t last = n;
-  while (view[last - 1] == bytes[last - 1])
-    --last;
-  std::memcpy(view + first, bytes + first, last - first);
-  removeTranslations(cpu, addr + first, addr + last);
-  return true;
+  bool changed = false;
+  std::size_t i = 0;
+  while (true) {
+    while (i < n && view[i] == bytes[i])
+      ++i;
+    if (i == n)
+      return changed;
+    const std::size_t first = i;
+    std::size_t last = i + 1; // one past the run's last changed byte
+    for (i = last; i < n && i - last < kRewriteGap; ++i)
+      if (view[i] != bytes[i])
+        last = i + 1;
+    std::memcpy(view + first, bytes + first, last - first);
+    removeTranslations(cpu, addr + first, addr + last);
+    changed = true;
+    i = last;
+  }
 }
 
 // A serialising event (IPI, exception return, isync/cpuid): the CPU's view becomes canonical.

@@ -44,6 +44,7 @@ Snapshot Machine::snapshot() const {
   if (m.patcher.alive)
     fatal("cannot snapshot a machine while its patcher is running");
   m.dropUnadopted();
+  m.settleViews();
   Snapshot s;
   s.data_ = std::make_unique<Snapshot::Data>();
   Snapshot::Data &d = *s.data_;
@@ -78,6 +79,7 @@ void Machine::restore(const Snapshot &snapshot) {
       d.engineRegs.size() != m.config.cpus)
     FTSIM_PANIC("snapshot taken from another machine");
   m.abortPatcher();
+  m.settleViews();
   m.state = d.state;
   if (m.config.restoresPerEngine && ++m.restoresSinceRenewal >= m.config.restoresPerEngine)
     m.renewEngines();
@@ -90,6 +92,7 @@ void Machine::restore(const Snapshot &snapshot) {
     std::memcpy(r.canonical.get() + off, t.canonical.data() + off, kLineSize);
     std::memcpy(r.flags.get() + off, t.flags.data() + off, kLineSize);
     r.lineWatched[line] = t.lineWatched[line];
+    r.markChanged(line);
     for (unsigned c = 0; c < m.config.cpus; ++c)
       m.rewriteView(c, r, r.base + off, t.views[c].data() + off, kLineSize);
   };

@@ -65,6 +65,7 @@ private:
 
 std::uint64_t Machine::stateHash() const {
   Impl &m = *impl_;
+  m.settleViews();
   Mixer h;
   for (unsigned c = 0; c < m.config.cpus; ++c) {
     const CpuState &cs = m.state.cpus[c];

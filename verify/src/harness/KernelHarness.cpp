@@ -111,6 +111,7 @@ void KernelHarness::boot() {
   config.machine.fetchModel = s.fetch;
   config.machine.preemption = s.preemption;
   config.machine.quantum = 64;
+  config.machine.traceFlagSteps = true;
   config.protocol = s.protocol;
   config.livePatchingRule = true;
   config.opsTrampolines = s.engine.opsTrampolines;
