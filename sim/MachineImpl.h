@@ -341,7 +341,7 @@ struct Machine::Impl {
   StoreReach othersReach = StoreReach::AtOnce;
 
   State state;
-  std::vector<CpuRuntime> cpus; // sized once: hooks hold pointers into it
+  std::vector<CpuRuntime> cpus; // sized once, or taken over with the engines: hooks point into it
   std::vector<TextRegion> text;
   std::vector<DataRegion> data;
   TextRegion *lastText = nullptr;
