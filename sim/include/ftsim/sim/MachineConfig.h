@@ -43,8 +43,10 @@ struct MachineConfig {
   // its engines (and the memory they map) to the next machine its thread makes with the same
   // architecture, CPU count and quantum 1 or not, which keeps the translations of the code that did
   // not change; after this many machines (or restoresPerEngine restores) they are closed, which
-  // bounds Unicorn's code buffer. 1: every machine opens its own. No effect on what a run does.
-  std::uint32_t machinesPerEngine = 16;
+  // bounds Unicorn's code buffer (a machine that keeps the last one's translations adds little:
+  // sim/README.md, "The engine pool"). 1: every machine opens its own. No effect on what a run
+  // does.
+  std::uint32_t machinesPerEngine = 256;
   // NOHZ_FULL deferral of the text-patching IPI (V. Schneider's series "context_tracking,x86:
   // Defer some IPIs until a user->kernel transition", 2025, not merged): syncCores() does not
   // interrupt a CPU between UserEnter and KernelEntry and does not wait for it; the CPU
