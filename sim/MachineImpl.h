@@ -421,12 +421,24 @@ struct Machine::Impl {
   void loadRegs(unsigned cpu, const std::vector<std::uint8_t> &in);
   int nextTask(unsigned cpu) const;
   // Regions (Regions.cpp).
-  std::uint32_t readPreemptCount(int task);
+  // Inline: read after every step.
+  std::uint32_t readPreemptCount(int task) {
+    const auto t = static_cast<std::size_t>(task);
+    if (t < threadHost.size() && threadHost[t]) [[likely]]
+      return static_cast<std::uint32_t>(
+          arch::loadInteger(endian, std::span<const std::uint8_t>(threadHost[t], 4)));
+    return readPreemptCountFirst(task);
+  }
+  std::uint32_t readPreemptCountFirst(int task); // finds the task's thread area first
   void writePreemptCount(int task, std::uint32_t count);
   void refreshRegions(unsigned cpu);
   // Only the preempt count: after a step that cannot change the interrupt flag (and did not trap
   // or fault), whose task is still the CPU's.
-  void refreshPreemptCount(unsigned cpu);
+  void refreshPreemptCount(unsigned cpu) {
+    CpuState &cs = state.cpus[cpu];
+    if (cs.current >= 0)
+      cs.preemptCount = readPreemptCount(cs.current);
+  }
   void noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore, std::uint32_t countBefore);
   void switchTo(unsigned cpu, int next);
   void stopTask(unsigned cpu, TaskState why);

@@ -18,7 +18,7 @@ std::uint8_t *Machine::Impl::threadAreaHost(int task) {
   FTSIM_PANIC("thread area {:#x} is not mapped", addr);
 }
 
-std::uint32_t Machine::Impl::readPreemptCount(int task) {
+std::uint32_t Machine::Impl::readPreemptCountFirst(int task) {
   if (threadHost.size() <= static_cast<std::size_t>(task))
     threadHost.resize(task + 1, nullptr);
   std::uint8_t *&host = threadHost[task];
@@ -40,12 +40,6 @@ void Machine::Impl::refreshRegions(unsigned cpu) {
   }
   cs.irqsOn = (readReg(cpu, abi.irqFlagsReg) & abi.irqEnableBit) != 0;
   cs.preemptCount = readPreemptCount(cs.current);
-}
-
-void Machine::Impl::refreshPreemptCount(unsigned cpu) {
-  CpuState &cs = state.cpus[cpu];
-  if (cs.current >= 0)
-    cs.preemptCount = readPreemptCount(cs.current);
 }
 
 void Machine::Impl::noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore,

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace ftsim::sim {
@@ -316,6 +317,24 @@ void Machine::Impl::logNote(EventKind kind, std::uint64_t addr, std::uint64_t si
   appendRecord(rec);
 }
 
+namespace {
+
+// A name for a list of enabled events, unique in the process (DecisionPoint::eventsId): each
+// thread takes blocks of 2^20 names from a shared counter, so that naming costs no atomic
+// operation per list.
+std::uint64_t nextEventsId() {
+  static std::atomic<std::uint64_t> blocks{0};
+  constexpr std::uint64_t kBlock = std::uint64_t{1} << 20;
+  thread_local std::uint64_t next = 0, end = 0;
+  if (next == end) {
+    next = (blocks.fetch_add(1, std::memory_order_relaxed) + 1) * kBlock;
+    end = next + kBlock;
+  }
+  return next++;
+}
+
+} // namespace
+
 RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
   RunResult result;
   EventChoice enabled[kMaxEnabled];
@@ -323,10 +342,13 @@ RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
   // Whether `enabled` still holds the enabled events: after a plain step, when the patcher did
   // not run either, nothing they depend on changed (every instruction an event, the usual case).
   bool still = false;
+  std::uint64_t eventsId = 0;
   resumeWaitingPatcher();
   while (result.events < maxEvents) {
-    if (!still)
+    if (!still) {
       n = enabledEvents(enabled);
+      eventsId = 0; // named when first offered to the scheduler
+    }
     if (n == 0) {
       if (patcher.alive) {
         EventRecord rec;
@@ -345,6 +367,9 @@ RunResult Machine::Impl::run(Scheduler &scheduler, std::uint64_t maxEvents) {
       point.kind = DecisionKind::Event;
       point.options = static_cast<std::uint32_t>(n);
       point.events = std::span<const EventChoice>(enabled, n);
+      if (eventsId == 0)
+        eventsId = nextEventsId();
+      point.eventsId = eventsId;
       pick = decide(scheduler, point);
     }
     const bool plain = executeEvent(enabled[pick], scheduler);

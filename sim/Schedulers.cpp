@@ -21,6 +21,15 @@ std::vector<std::uint32_t> choicesOf(std::span<const Decision> schedule) {
 std::uint32_t RoundRobinScheduler::decide(const Machine &machine, const DecisionPoint &point) {
   if (point.kind == DecisionKind::StaleByte)
     return newestStale_ ? point.options - 1 : 0;
+  // The same events as a decision already made after the same actor's turn: the same answer
+  // (every instruction an event, the machine offers the same list again and again).
+  if (point.eventsId != 0 && point.eventsId == memoId_ && lastActor_ < memoPick_.size() &&
+      memoPick_[lastActor_] >= 0) {
+    const unsigned key = lastActor_;
+    lastActor_ = static_cast<unsigned>(memoActor_[key]);
+    ++turns_;
+    return static_cast<std::uint32_t>(memoPick_[key]);
+  }
   // Actors: CPUs 0..n-1, then the patcher (n). Each actor's first event and its timer interrupt,
   // found in one pass (a timer interrupt that runs its handler is never a round-robin turn).
   const unsigned actors = machine.config().cpus + 1;
@@ -47,11 +56,21 @@ std::uint32_t RoundRobinScheduler::decide(const Machine &machine, const Decision
       actor = 0;
     if (first[actor] < 0 && preempt[actor] < 0)
       continue;
+    const unsigned key = lastActor_;
     lastActor_ = actor;
     ++turns_;
-    if (preempt[actor] >= 0 && (first[actor] < 0 || (preemptEvery_ && turns_ % preemptEvery_ == 0)))
-      return static_cast<std::uint32_t>(preempt[actor]);
-    return static_cast<std::uint32_t>(first[actor]);
+    const bool byTurn = preemptEvery_ && turns_ % preemptEvery_ == 0;
+    const int pick =
+        preempt[actor] >= 0 && (first[actor] < 0 || byTurn) ? preempt[actor] : first[actor];
+    if (point.eventsId != memoId_) {
+      memoId_ = point.eventsId;
+      memoPick_.fill(-1);
+    }
+    if (key < memoPick_.size() && (preemptEvery_ == 0 || preempt[actor] < 0 || first[actor] < 0)) {
+      memoPick_[key] = static_cast<std::int8_t>(pick);
+      memoActor_[key] = static_cast<std::int8_t>(actor);
+    }
+    return static_cast<std::uint32_t>(pick);
   }
   FTSIM_PANIC("round robin found no enabled event among {}", point.options);
 }

@@ -6,6 +6,9 @@
 
 #include "ftsim/sim/Scheduler.h"
 
+#include <array>
+#include <cstdint>
+
 namespace ftsim::sim {
 
 class RoundRobinScheduler : public Scheduler {
@@ -19,6 +22,11 @@ private:
   bool newestStale_;
   unsigned lastActor_ = ~0u;
   std::uint64_t turns_ = 0;
+  // The answers worked out from the list of events named `memoId_` (DecisionPoint::eventsId), by
+  // the last actor: the event chosen and its actor, -1 when not yet worked out (or when it depends
+  // on the turn: a preemption every `preemptEvery` turns).
+  std::uint64_t memoId_ = 0;
+  std::array<std::int8_t, 9> memoPick_{}, memoActor_{}; // a machine has at most 8 CPUs
 };
 
 } // namespace ftsim::sim

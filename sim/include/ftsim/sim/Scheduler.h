@@ -25,6 +25,10 @@ struct DecisionPoint {
   // Event: the enabled events, in a deterministic order (per CPU ascending: Ipi, Step/FetchLine/
   // Run, Preempt; then the patcher's Store/Publish).
   std::span<const EventChoice> events;
+  // Event: nonzero names this list of events, unique in the process: a later point with the same
+  // id offers the same events (the machine lists them again only when something they depend on
+  // may have changed), so a scheduler may reuse what it worked out from them. 0: not named.
+  std::uint64_t eventsId = 0;
   // StaleByte: the fetching CPU, the fetch granule's address, and its candidate values, oldest
   // first (index 0: the value at the CPU's last serialisation; the last: the current value). A
   // granule is the unit of atomic instruction fetch: one byte on x86, an aligned 4-byte word on
