@@ -395,7 +395,13 @@ struct Machine::Impl {
   void addTextRegion(std::uint64_t addr, std::span<const std::uint8_t> bytes,
                      std::uint64_t minSize);
   void addDataRegion(std::uint64_t addr, std::uint64_t size, std::span<const std::uint8_t> init);
-  TextRegion *textAt(std::uint64_t addr);
+  // Inline: looked up at every step, mostly in the region of the last lookup.
+  TextRegion *textAt(std::uint64_t addr) {
+    if (lastText && lastText->contains(addr)) [[likely]]
+      return lastText;
+    return findText(addr);
+  }
+  TextRegion *findText(std::uint64_t addr); // and remembers it in lastText
   // The host bytes of guest data [addr, addr+size) when one data region holds them all, else null.
   std::uint8_t *dataHost(std::uint64_t addr, std::uint64_t size);
   std::uint8_t *threadAreaHost(int task); // its preempt count's 4 bytes
@@ -439,7 +445,14 @@ struct Machine::Impl {
     if (cs.current >= 0)
       cs.preemptCount = readPreemptCount(cs.current);
   }
-  void noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore, std::uint32_t countBefore);
+  // Marks `rec` when the CPU's interrupt flag or preempt count changed (inline: every event).
+  void noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore,
+                        std::uint32_t countBefore) {
+    const CpuState &cs = state.cpus[cpu];
+    if (cs.irqsOn != irqsBefore || cs.preemptCount != countBefore) [[unlikely]]
+      markRegionChange(cs, rec);
+  }
+  static void markRegionChange(const CpuState &cs, EventRecord &rec);
   void switchTo(unsigned cpu, int next);
   void stopTask(unsigned cpu, TaskState why);
   // Interrupt context (Interrupts.cpp): false when the entry faulted (no room on the stack).
@@ -512,7 +525,9 @@ struct Machine::Impl {
   void afterPatcherRan();
   void yieldToMain();
   bool waitOver() const;
-  bool resumeWaitingPatcher(); // whether the patcher ran
+  // Whether the patcher ran (inline: after every event, mostly with no patcher).
+  bool resumeWaitingPatcher() { return patcher.alive && resumeWaitingPatcherNow(); }
+  bool resumeWaitingPatcherNow();
   void abortPatcher();
   static std::string_view patcherStateName(PatcherState s);
 };

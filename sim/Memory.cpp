@@ -151,9 +151,7 @@ std::uint8_t *Machine::Impl::dataHost(std::uint64_t addr, std::uint64_t size) {
   return nullptr;
 }
 
-TextRegion *Machine::Impl::textAt(std::uint64_t addr) {
-  if (lastText && lastText->contains(addr))
-    return lastText;
+TextRegion *Machine::Impl::findText(std::uint64_t addr) {
   for (TextRegion &r : text)
     if (r.contains(addr))
       return lastText = &r;

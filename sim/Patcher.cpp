@@ -127,7 +127,7 @@ bool Machine::Impl::waitOver() const {
   }
 }
 
-bool Machine::Impl::resumeWaitingPatcher() {
+bool Machine::Impl::resumeWaitingPatcherNow() {
   bool ran = false;
   for (; patcher.alive && waitOver(); ran = true)
     resumePatcher();

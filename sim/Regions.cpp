@@ -42,11 +42,7 @@ void Machine::Impl::refreshRegions(unsigned cpu) {
   cs.preemptCount = readPreemptCount(cs.current);
 }
 
-void Machine::Impl::noteRegionChange(unsigned cpu, EventRecord &rec, bool irqsBefore,
-                                     std::uint32_t countBefore) {
-  const CpuState &cs = state.cpus[cpu];
-  if (cs.irqsOn == irqsBefore && cs.preemptCount == countBefore)
-    return;
+void Machine::Impl::markRegionChange(const CpuState &cs, EventRecord &rec) {
   rec.regionChange = true;
   rec.irqsOff = !cs.irqsOn;
   rec.preemptCount = static_cast<std::uint8_t>(std::min<std::uint32_t>(cs.preemptCount, 255));
