@@ -9,14 +9,17 @@
 
 namespace ftsim::kernel {
 
-std::vector<PatchSite> Kernel::patchSites() const {
+std::vector<PatchSite> Kernel::patchSites() const { return collectSites(true); }
+
+std::vector<PatchSite> Kernel::collectSites(bool named) const {
   const arch::Arch &isa = *image_.arch;
   const arch::TrampolineCode &code = trampolines_->code();
   std::vector<PatchSite> sites;
   core_->records().forEach([&](const model::DynFtrace &rec) {
     // Exactly what the records and the engine's pending updates allow (SiteTargets.h); before
     // the first update, what the record says the site holds.
-    PatchSite site{rec.ip, isa.siteSize(), siteTargets_->legal(rec.ip), core_->recordName(rec)};
+    const std::string name = named ? core_->recordName(rec) : std::string();
+    PatchSite site{rec.ip, isa.siteSize(), siteTargets_->legal(rec.ip), name};
     if (site.states.empty())
       site.states.push_back(rec.has(model::RecordFlag::Enabled)
                                 ? patcher_->callBytes(rec, core_->addrCurr(rec))
@@ -27,7 +30,7 @@ std::vector<PatchSite> Kernel::patchSites() const {
     // protocols).
     for (arch::ExtraSite &extra : siteHooks_->extraSites(rec.ip))
       sites.push_back(
-          {extra.addr, extra.size, std::move(extra.states), core_->recordName(rec) + extra.suffix});
+          {extra.addr, extra.size, std::move(extra.states), named ? name + extra.suffix : ""});
   });
   std::vector<std::uint64_t> targets = {code.ftraceStub, code.listFuncStub};
   targets.insert(targets.end(), code.callbackStubs.begin(), code.callbackStubs.end());
@@ -49,7 +52,7 @@ std::vector<PatchSite> Kernel::patchSites() const {
 
 void Kernel::watchPatchSites() {
   watching_ = true;
-  for (PatchSite &site : patchSites())
+  for (PatchSite &site : collectSites(false))
     machine_->watchSite(site.addr, site.size, std::move(site.states));
 }
 

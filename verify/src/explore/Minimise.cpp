@@ -6,6 +6,7 @@
 #include "ftsim/verify/explore/Explore.h"
 
 #include <algorithm>
+#include <map>
 
 namespace ftsim::verify {
 namespace {
@@ -27,6 +28,7 @@ struct Deviation {
   DecisionKey key;
   int process = -1;
   std::uint32_t choice = 0;
+  auto operator<=>(const Deviation &) const = default;
 };
 
 // Decision keys, maintained from the event log as it grows.
@@ -137,48 +139,17 @@ public:
   // more preemptions or events than found; its decisions end at its last deviation.
   std::optional<Counterexample> test(std::span<const Deviation> kept) {
     ++runs_;
-    DeviationScheduler s(kept, nullptr);
-    // Its preemptions only grow: once past found's, it fails whatever comes after. Most
-    // candidates fall back to the continuation, which in a trampoline scenario idles on for
-    // 100,000 events, so a candidate that has run far longer than found's whole execution
-    // without a violation so far fails too (a violation it would show later is not looked for);
-    // one that has shown one runs to its end, so that it is judged as an unstopped run.
-    const unsigned most = found_.preemptions;
-    bool tooMany = false, tooLong = false;
-    sim::RunResult run = h_.runExecution(s, [&] {
-      tooMany = s.preemptions() > most;
-      tooLong = h_.machine().eventCount() > eventLimit_;
-      return tooMany || tooLong;
-    });
-    sim::Machine &m = h_.machine();
-    if (tooMany)
-      return std::nullopt;
-    if (tooLong) {
-      if (checkExecution(ExecutionView{h_, m, run}, oracles_).empty())
-        return std::nullopt;
-      const std::uint64_t limit = h_.scenario().bounds.maxEvents;
-      const sim::RunResult rest = m.run(s, limit - std::min(limit, run.events));
-      run.events += rest.events;
-      run.status = rest.status;
-    }
-    const std::vector<Violation> violations = checkExecution(ExecutionView{h_, m, run}, oracles_);
-    if (violations.empty() || violations.front().oracle != found_.violation.oracle ||
-        !noLonger(s.preemptions(), violations.front().event + 1, found_))
-      return std::nullopt;
-    Counterexample c;
-    c.violation = violations.front();
-    std::size_t end = s.deviations.size();
-    while (end > 0 && !s.deviations[end - 1])
-      --end;
-    const std::vector<std::uint32_t> all = sim::choicesOf(m.schedule());
-    for (std::size_t i = 0; i < end; ++i)
-      c.choices.push_back(s.deviations[i] ? all[i] : kContinuationChoice);
-    c.deviations = static_cast<std::uint64_t>(
-        std::count_if(s.deviations.begin(), s.deviations.end(), [](const auto &d) { return d; }));
-    c.continues = true;
-    c.preemptions = s.preemptions();
-    c.events = c.violation.event + 1;
-    return c;
+    // ddmin asks again about sets it has tried (a chunk tried as a subset comes back as a
+    // complement, or at the next granularity): more than half of its questions on the residual
+    // race and the interrupt's trampoline free. The same deviations give the same execution, so
+    // the first answer is kept. A repeated question still counts against the budget, so that the
+    // budget ends the search where it would end if every question ran.
+    std::vector<Deviation> key(kept.begin(), kept.end());
+    if (auto it = answers_.find(key); it != answers_.end())
+      return it->second;
+    std::optional<Counterexample> answer = run(kept);
+    answers_.emplace(std::move(key), answer);
+    return answer;
   }
 
   bool exhausted() const { return runs_ >= budget_; }
@@ -226,12 +197,60 @@ public:
   }
 
 private:
+  // One execution with the deviations `kept`: the counterexample it gives, when it shows a
+  // violation of found's oracle first, with no more preemptions or events than found.
+  std::optional<Counterexample> run(std::span<const Deviation> kept) {
+    DeviationScheduler s(kept, nullptr);
+    // Its preemptions only grow: once past found's, it fails whatever comes after. Most
+    // candidates fall back to the continuation, which in a trampoline scenario idles on for
+    // 100,000 events, so a candidate that has run far longer than found's whole execution
+    // without a violation so far fails too (a violation it would show later is not looked for);
+    // one that has shown one runs to its end, so that it is judged as an unstopped run.
+    const unsigned most = found_.preemptions;
+    bool tooMany = false, tooLong = false;
+    sim::RunResult run = h_.runExecution(s, [&] {
+      tooMany = s.preemptions() > most;
+      tooLong = h_.machine().eventCount() > eventLimit_;
+      return tooMany || tooLong;
+    });
+    sim::Machine &m = h_.machine();
+    if (tooMany)
+      return std::nullopt;
+    if (tooLong) {
+      if (checkExecution(ExecutionView{h_, m, run}, oracles_).empty())
+        return std::nullopt;
+      const std::uint64_t limit = h_.scenario().bounds.maxEvents;
+      const sim::RunResult rest = m.run(s, limit - std::min(limit, run.events));
+      run.events += rest.events;
+      run.status = rest.status;
+    }
+    const std::vector<Violation> violations = checkExecution(ExecutionView{h_, m, run}, oracles_);
+    if (violations.empty() || violations.front().oracle != found_.violation.oracle ||
+        !noLonger(s.preemptions(), violations.front().event + 1, found_))
+      return std::nullopt;
+    Counterexample c;
+    c.violation = violations.front();
+    std::size_t end = s.deviations.size();
+    while (end > 0 && !s.deviations[end - 1])
+      --end;
+    const std::vector<std::uint32_t> all = sim::choicesOf(m.schedule());
+    for (std::size_t i = 0; i < end; ++i)
+      c.choices.push_back(s.deviations[i] ? all[i] : kContinuationChoice);
+    c.deviations = static_cast<std::uint64_t>(
+        std::count_if(s.deviations.begin(), s.deviations.end(), [](const auto &d) { return d; }));
+    c.continues = true;
+    c.preemptions = s.preemptions();
+    c.events = c.violation.event + 1;
+    return c;
+  }
+
   Harness &h_;
   const OracleList &oracles_;
   const Counterexample &found_;
   std::uint64_t budget_;
   std::uint64_t eventLimit_;
   std::uint64_t runs_ = 0;
+  std::map<std::vector<Deviation>, std::optional<Counterexample>> answers_;
 };
 
 // The deviations of `cex`'s execution: those decided before its violating event ran

@@ -12,6 +12,12 @@ KernelBackedHarness::KernelBackedHarness(Scenario scenario, std::string imagePat
 
 KernelBackedHarness::~KernelBackedHarness() = default;
 
+const arch::Image &KernelBackedHarness::image() {
+  if (!image_)
+    image_ = arch::loadImage(imagePath_);
+  return *image_;
+}
+
 const arch::Arch &KernelBackedHarness::arch() const { return arch::archByName(scenario_.arch); }
 sim::Machine &KernelBackedHarness::machine() { return kernel_->machine(); }
 const sim::Machine &KernelBackedHarness::machine() const { return kernel_->machine(); }

@@ -118,7 +118,7 @@ void KernelHarness::boot() {
   config.release = scenarioReleaseCode(s);
   kernel_.reset(); // its ops list and callbacks point into the slots: drop it first
   slots_.clear();
-  kernel_ = std::make_unique<Kernel>(arch::loadImage(imagePath_), config);
+  kernel_ = std::make_unique<Kernel>(image(), config);
   Kernel &k = *kernel_;
   k.core().setPre59338f754a55Order(s.engine.pre59338f754a55);
   k.core().setPre405e1d834807(s.engine.pre405e1d834807);

@@ -40,9 +40,11 @@ std::optional<std::string> checkEngineState(Kernel &k, bool opsTrampolines) {
     const bool regs = std::any_of(refs.begin(), refs.end(), [](const model::FtraceOps *o) {
       return o->has(model::OpsFlag::SaveRegs);
     });
-    const std::string name = core.recordName(rec);
+    // The record's name only for a report: naming every record after every step cost more than
+    // the rest of the check.
     auto fail = [&](const std::string &what) {
-      bad = fmt::format("{} ({:#x}) flags {:#010x}: {}", name, rec.ip, rec.flags, what);
+      bad = fmt::format("{} ({:#x}) flags {:#010x}: {}", core.recordName(rec), rec.ip, rec.flags,
+                        what);
     };
     if (!core.ftraceEnabled())
       refs.clear();

@@ -76,7 +76,7 @@ void TrampolineHarness::setUp(bool withPatcher) {
   config.release = scenarioReleaseCode(scenario_);
   kernel_.reset();
   ops_.clear();
-  kernel_ = std::make_unique<Kernel>(arch::loadImage(imagePath_), config);
+  kernel_ = std::make_unique<Kernel>(image(), config);
   Kernel &kernel = *kernel_;
   if (spec.variant == TrampolineVariant::IdleTrampFree) {
     // CPU 1 runs only its idle task, whose loop calls the traced function.

@@ -223,6 +223,9 @@ public:
   model::ContextLevel contextLevel(const arch::GuestContext &cpu) const;
 
 private:
+  // patchSites(), each site named (`what`) only when `named`: naming a record looks up its symbol,
+  // and watchPatchSites() runs at every execution's start.
+  std::vector<PatchSite> collectSites(bool named) const;
   struct ReturnFrame {
     std::uint64_t returnAddress;
     std::uint64_t func;

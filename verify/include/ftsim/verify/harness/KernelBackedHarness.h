@@ -5,10 +5,12 @@
 // subclass computes after each execution; the final-state hash (tasks, findings, and what the
 // subclass adds). Source-DPOR is not sound over the kernel's host-side state (Harness.h).
 
+#include "ftsim/arch/Image.h"
 #include "ftsim/verify/harness/Harness.h"
 
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace ftsim::kernel {
 class Kernel;
@@ -43,6 +45,9 @@ public:
 
 protected:
   KernelBackedHarness(Scenario scenario, std::string imagePath);
+  // The guest image at imagePath_, read and parsed once (the first boot): every execution boots
+  // a copy of it.
+  const arch::Image &image();
   // Runs the kernel set up in kernel_ until completion, max_events or `stop`.
   sim::RunResult runKernel(sim::Scheduler &scheduler, const std::function<bool()> &stop);
   // Every task's result after a reference run; FatalError naming `what` when one did not finish.
@@ -68,6 +73,7 @@ private:
   // midStateHash's count of the patcher's events, kept up with the log (reset per execution).
   mutable std::size_t patcherScanned_ = 0;
   mutable std::uint64_t patcherEvents_ = 0;
+  std::optional<arch::Image> image_;
 };
 
 } // namespace ftsim::verify
