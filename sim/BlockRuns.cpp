@@ -99,6 +99,10 @@ bool Machine::Impl::blockClean(std::uint64_t addr, std::uint32_t size) {
 
 namespace {
 
+// The most decoded blocks an engine keeps (CpuRuntime::decodedBlocks): a kernel's blocks, their
+// sites' states and the trampolines of many executions, in a few megabytes at most.
+constexpr std::size_t kDecodedBlocks = 16384;
+
 unsigned lineBit(std::uint64_t line) { return static_cast<unsigned>(line / kLineSize % 256); }
 
 void markLines(BlockCounts &counts, const BlockCount &b) {
@@ -143,6 +147,18 @@ const BlockCount &Machine::Impl::countBlock(unsigned cpu, std::uint64_t addr, st
   if (slot.addr == addr && slot.size == size)
     return slot;
   const arch::Bytes bytes = fetchedBytes(cpu, addr, size);
+  // Decoded before, by this engine's CPU in this machine or an earlier one (Capstone takes about
+  // 17,000 host instructions a block).
+  std::string key(sizeof addr + sizeof size + bytes.size(), '\0');
+  std::memcpy(key.data(), &addr, sizeof addr);
+  std::memcpy(key.data() + sizeof addr, &size, sizeof size);
+  std::memcpy(key.data() + sizeof addr + sizeof size, bytes.data(), bytes.size());
+  auto &decoded = cpus[cpu].decodedBlocks;
+  if (auto it = decoded.find(key); it != decoded.end()) {
+    slot = it->second;
+    markLines(counts, slot);
+    return slot;
+  }
   std::size_t undecoded = bytes.size();
   const auto insns = arch.disassemble(bytes, addr, &undecoded);
   // Bytes that do not decode end the block with an instruction that faults: one more.
@@ -153,6 +169,9 @@ const BlockCount &Machine::Impl::countBlock(unsigned cpu, std::uint64_t addr, st
     slot.hasTarget = abi.directTarget(lastInsn.address, std::span(bytes).subspan(at, lastInsn.size),
                                       slot.target);
   }
+  if (decoded.size() >= kDecodedBlocks)
+    decoded.clear();
+  decoded.emplace(std::move(key), slot);
   markLines(counts, slot);
   return slot;
 }

@@ -17,6 +17,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
+#include <unordered_map>
 
 namespace ftsim::sim {
 
@@ -251,6 +253,10 @@ struct CpuRuntime {
   BlockCount lastBlock;
   bool lastBlockClean = false;
   BlockCounts blockCounts;
+  // Every block this engine's CPUs decoded, by address and bytes (BlockRuns.cpp): a count depends
+  // on nothing else, so it outlives rewrites and machines, as the engine's translations do; a
+  // block whose site toggles between a few states is decoded once per state. Emptied when full.
+  std::unordered_map<std::string, BlockCount> decodedBlocks;
 };
 
 struct DataWatch {
