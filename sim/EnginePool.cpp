@@ -66,6 +66,8 @@ void moveEngine(CpuRuntime &to, CpuRuntime &from) {
   to.pristine = std::exchange(from.pristine, nullptr);
   to.blockHook = std::exchange(from.blockHook, 0);
   to.blockGate = std::move(from.blockGate);
+  // Counts by address and bytes, true whatever the machine (BlockRuns.cpp).
+  to.decodedBlocks = std::move(from.decodedBlocks);
 }
 
 // Per thread: every engine is used only by the thread that opened it.
