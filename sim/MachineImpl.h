@@ -309,7 +309,11 @@ struct PatcherRuntime {
   std::uint64_t storeAddr = 0;
   arch::Bytes storeBytes;
   std::string publishWhat;
+  std::size_t publishNameHint = 0; // the index the last publication's name had (RunLoop.cpp)
   const std::function<void()> *publishWrite = nullptr;
+  // publishWhile(): whether to publish again after this publication, and how many more at most.
+  const std::function<bool()> *publishAgain = nullptr;
+  std::uint64_t publishesLeft = 0;
   std::uint64_t publishDataAddr = 0; // publishAccess(): the access's footprint
   std::uint8_t publishDataSize = 0;
   bool publishDataWrite = false;
@@ -534,6 +538,7 @@ struct Machine::Impl {
   // Whether the patcher ran (inline: after every event, mostly with no patcher).
   bool resumeWaitingPatcher() { return patcher.alive && resumeWaitingPatcherNow(); }
   bool resumeWaitingPatcherNow();
+  bool publishAgain(); // RunLoop.cpp
   void abortPatcher();
   static std::string_view patcherStateName(PatcherState s);
 };

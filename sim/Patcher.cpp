@@ -264,10 +264,37 @@ void Machine::publish(std::string_view what, const std::function<void()> &write)
     write();
     return;
   }
-  m.patcher.publishWhat = std::string(what);
+  m.patcher.publishWhat.assign(what);
   m.patcher.publishWrite = &write;
   m.patcher.publishDataSize = 0;
   m.patcher.state = PatcherState::Publish;
+  m.yieldToMain();
+}
+
+void Machine::publishWhile(std::string_view what, const std::function<void()> &write,
+                           const std::function<bool()> &again, std::uint64_t most) {
+  Impl &m = *impl_;
+  if (most == 0)
+    return;
+  if (!m.inPatcher()) {
+    for (std::uint64_t n = 0; n < most; ++n) {
+      write();
+      if (!again())
+        return;
+    }
+    return;
+  }
+  m.patcher.publishWhat.assign(what);
+  m.patcher.publishWrite = &write;
+  m.patcher.publishDataSize = 0;
+  m.patcher.publishAgain = &again;
+  m.patcher.publishesLeft = most;
+  m.patcher.state = PatcherState::Publish;
+  // Cleared however this returns: an aborted patcher unwinds from yieldToMain(), and `again` dies.
+  struct Clear {
+    PatcherRuntime &p;
+    ~Clear() { p.publishAgain = nullptr; }
+  } clear{m.patcher};
   m.yieldToMain();
 }
 
@@ -277,7 +304,7 @@ void Machine::publishAccess(std::string_view what, std::uint64_t addr, std::uint
   if (!m.inPatcher())
     return;
   static const std::function<void()> nothing = [] {};
-  m.patcher.publishWhat = std::string(what);
+  m.patcher.publishWhat.assign(what);
   m.patcher.publishWrite = &nothing;
   m.patcher.publishDataAddr = addr;
   m.patcher.publishDataSize = static_cast<std::uint8_t>(std::min<std::uint32_t>(size, 255));

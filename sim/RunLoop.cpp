@@ -280,11 +280,18 @@ bool Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
     break;
   case EventKind::Publish: {
     rec.task = -1;
+    // The name's index: mostly the last publication's (a patcher that polls publishes one name
+    // again and again), else looked up, else a new one. Names are unique in the list.
     auto &names = state.publishNames;
-    auto it = std::find(names.begin(), names.end(), patcher.publishWhat);
-    rec.detail = static_cast<std::uint64_t>(it - names.begin());
-    if (it == names.end())
-      names.push_back(patcher.publishWhat);
+    std::size_t id = patcher.publishNameHint;
+    if (id >= names.size() || names[id] != patcher.publishWhat) {
+      id = static_cast<std::size_t>(std::find(names.begin(), names.end(), patcher.publishWhat) -
+                                    names.begin());
+      if (id == names.size())
+        names.push_back(patcher.publishWhat);
+      patcher.publishNameHint = id;
+    }
+    rec.detail = id;
     if (patcher.publishDataSize) {
       rec.dataAddr = patcher.publishDataAddr;
       rec.dataSize = patcher.publishDataSize;
@@ -298,9 +305,21 @@ bool Machine::Impl::executeEvent(const EventChoice &choice, Scheduler &scheduler
     FTSIM_PANIC("{} is not a schedulable event", eventKindName(choice.kind));
   }
   appendRecord(rec);
-  if (choice.kind == EventKind::Store || choice.kind == EventKind::Publish)
+  if (choice.kind == EventKind::Store)
+    resumePatcher();
+  else if (choice.kind == EventKind::Publish && !publishAgain())
     resumePatcher();
   return plain;
+}
+
+// After a publication of publishWhile(): whether the patcher publishes the same again (it stays
+// parked in the Publish state), asked here where it would have been resumed to ask.
+bool Machine::Impl::publishAgain() {
+  if (!patcher.publishAgain)
+    return false;
+  if (--patcher.publishesLeft == 0 || !(*patcher.publishAgain)())
+    return false;
+  return true;
 }
 
 void Machine::Impl::logNote(EventKind kind, std::uint64_t addr, std::uint64_t size) {

@@ -199,3 +199,85 @@ TEST(Patcher, TheBodysExceptionHandlingIsItsOwn) {
 
 } // namespace
 } // namespace ftsim::sim
+
+namespace ftsim::sim {
+namespace {
+
+// A patcher polling with publishWhile() (the machine asks `again` where the patcher would have
+// been resumed) gives the events of a loop of publish() calls asking the same, at most `most`
+// publications; restored while parked there, the machine is as good as new.
+TEST(Patcher, PollingWhileGivesTheEventsOfALoopOfPublications) {
+  // Polls until CPU 1 has stepped `steps` times since the poll began, at most `most` times.
+  auto poll = [](Machine &m, arch::MachinePort &port, bool loop, int steps, std::uint64_t most) {
+    const std::uint64_t begin = m.events().size();
+    auto done = [&] {
+      int seen = 0;
+      for (const EventRecord &e : m.events().subspan(begin))
+        seen += e.kind == EventKind::Step && e.cpu == 1;
+      return seen >= steps;
+    };
+    if (done())
+      return;
+    if (!loop) {
+      m.publishWhile(
+          "poll", [] {}, [&] { return !done(); }, most);
+      return;
+    }
+    for (std::uint64_t i = 0; i < most; ++i) {
+      port.publish("poll", [] {});
+      if (done())
+        return;
+    }
+  };
+  for (auto [steps, most] :
+       {std::pair{7, std::uint64_t{1000}}, std::pair{1000, std::uint64_t{5}}}) {
+    std::string logs[2];
+    for (bool loop : {true, false}) {
+      X86Scenario s(4);
+      Machine m(x86(), twoCpus());
+      s.install(m, {1});
+      m.startPatcher([&](arch::MachinePort &port) {
+        port.publish("before", [] {});
+        poll(m, port, loop, steps, most);
+        port.writeText(s.site, X86Scenario::call());
+      });
+      RoundRobinScheduler rr;
+      EXPECT_EQ(m.run(rr).status, RunResult::Status::Completed);
+      logs[loop] = m.logText();
+      std::size_t polls = 0;
+      for (std::size_t at = logs[loop].find("poll"); at != std::string::npos;
+           at = logs[loop].find("poll", at + 1))
+        ++polls;
+      if (most == 5)
+        EXPECT_EQ(polls, 5u) << "the bound of publications";
+      else
+        EXPECT_GT(polls, 1u);
+    }
+    EXPECT_EQ(logs[0], logs[1]);
+  }
+
+  X86Scenario s(4);
+  Machine m(x86(), twoCpus());
+  s.install(m, {1});
+  const Snapshot start = m.snapshot();
+  int destroyed = 0;
+  m.startPatcher([&](arch::MachinePort &) {
+    Counted c{&destroyed};
+    m.publishWhile(
+        "poll", [] {}, [] { return true; }, 1000);
+  });
+  RoundRobinScheduler rr;
+  m.run(rr, 20);
+  EXPECT_EQ(m.patcherState(), PatcherState::Publish);
+  m.restore(start);
+  EXPECT_EQ(destroyed, 1);
+  m.startPatcher([&](arch::MachinePort &port) {
+    port.publish("after", [] {});
+    port.writeText(s.site, X86Scenario::call());
+  });
+  EXPECT_EQ(m.run(rr).status, RunResult::Status::Completed);
+  EXPECT_EQ(siteBytes(m, s), X86Scenario::call());
+}
+
+} // namespace
+} // namespace ftsim::sim

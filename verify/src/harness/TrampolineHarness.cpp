@@ -148,15 +148,18 @@ void TrampolineHarness::setUp(bool withPatcher) {
 void TrampolineHarness::sleepUntil(
     Kernel &k, const std::function<bool(const sim::EventRecord &)> &seen) const {
   std::uint64_t scanned = k.now();
-  for (int i = 0; i < 100000; ++i) {
-    bool found = false;
+  // Whether such an event ran since the last look.
+  auto found = [&] {
+    bool any = false;
     const auto events = k.machine().events();
     for (; scanned < events.size(); ++scanned)
-      found = found || seen(events[scanned]);
-    if (found)
-      break;
-    k.machine().publish("sleep", [] {});
-  }
+      any = any || seen(events[scanned]);
+    return any;
+  };
+  if (found())
+    return;
+  // At most 100,000 publications; the machine asks after each, without resuming the patcher.
+  k.machine().publishWhile("sleep", [] {}, [&] { return !found(); }, 100000);
 }
 
 // The patcher sleeping in sleepUntil() wakes when an event its predicate accepts ran since it last

@@ -185,6 +185,13 @@ public:
   void synchronizeRcuTasks() override;
   void scheduleOnEachCpu() override;
   void publish(std::string_view what, const std::function<void()> &write) override;
+  // publish(what, write) while `again()` answers true after it, at most `most` times: a patcher
+  // that polls one publication at a time (a sleep, the tasks running meanwhile). The events are
+  // those of a loop of publish() calls; `again` is asked on the machine's side right after each
+  // publication, where the patcher would have been resumed to ask it, so a poll costs no switch
+  // to the patcher and back.
+  void publishWhile(std::string_view what, const std::function<void()> &write,
+                    const std::function<bool()> &again, std::uint64_t most);
 
   // --- A patcher that runs guest code of its own (linux/'s PokeCpu)
   // --------------------------------------------------------------- One event (a Publish named
