@@ -159,7 +159,8 @@ void TrampolineHarness::sleepUntil(
   if (found())
     return;
   // At most 100,000 publications; the machine asks after each, without resuming the patcher.
-  k.machine().publishWhile("sleep", [] {}, [&] { return !found(); }, 100000);
+  k.machine().publishWhile(
+      "sleep", [] {}, [&] { return !found(); }, 100000);
 }
 
 // The patcher sleeping in sleepUntil() wakes when an event its predicate accepts ran since it last
