@@ -9,43 +9,45 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <random>
 #include <vector>
 
 namespace ftsim::sim {
 namespace {
 
-// The rule (RoundRobinScheduler.h): CPUs 0..n-1 then the patcher take turns; an actor's turn
-// takes its first event that is neither a preemption nor a timer interrupt, or its preemption when
-// it has no such event or on every `preemptEvery`-th turn.
+// The rule (RoundRobinScheduler.h), actor by actor: CPUs 0..n-1 then the patcher take turns; an
+// actor's turn takes its first event that is neither a preemption nor a timer interrupt, or its
+// preemption when it has no such event or on every `preemptEvery`-th turn.
 class PlainRoundRobin {
 public:
   explicit PlainRoundRobin(unsigned preemptEvery) : preemptEvery_(preemptEvery) {}
   std::uint32_t decide(unsigned cpus, const std::vector<EventChoice> &events) {
     const unsigned actors = cpus + 1;
-    std::array<int, 9> first, preempt;
-    first.fill(-1);
-    preempt.fill(-1);
-    for (std::size_t i = 0; i < events.size(); ++i) {
-      const EventChoice &e = events[i];
-      const unsigned actor =
-          e.kind == EventKind::Store || e.kind == EventKind::Publish ? actors - 1 : e.cpu;
-      if (e.kind == EventKind::Preempt)
-        preempt[actor] = static_cast<int>(i);
-      else if (e.kind != EventKind::Irq && first[actor] < 0)
-        first[actor] = static_cast<int>(i);
-    }
-    unsigned actor = last_ == ~0u ? actors - 1 : last_;
-    for (unsigned d = 0; d < actors; ++d) {
-      actor = (actor + 1) % actors;
-      if (first[actor] < 0 && preempt[actor] < 0)
+    auto actorOf = [actors](const EventChoice &e) {
+      return e.kind == EventKind::Store || e.kind == EventKind::Publish ? actors - 1 : e.cpu;
+    };
+    // The actors in turn after the last one (from the first, before any): the first with a turn.
+    for (unsigned d = 1; d <= actors; ++d) {
+      const unsigned actor = last_ == ~0u ? d - 1 : (last_ + d) % actors;
+      // Backwards, so that `ordinary` ends on the actor's first such event and `preemption` is
+      // its last preemption.
+      int ordinary = -1, preemption = -1;
+      for (auto i = static_cast<int>(events.size()) - 1; i >= 0; --i) {
+        const EventChoice &e = events[static_cast<std::size_t>(i)];
+        if (actorOf(e) != actor || e.kind == EventKind::Irq)
+          continue;
+        if (e.kind != EventKind::Preempt)
+          ordinary = i;
+        else if (preemption < 0)
+          preemption = i;
+      }
+      if (ordinary < 0 && preemption < 0)
         continue;
       last_ = actor;
       ++turns_;
       const bool byTurn = preemptEvery_ != 0 && turns_ % preemptEvery_ == 0;
-      return static_cast<std::uint32_t>(
-          preempt[actor] >= 0 && (first[actor] < 0 || byTurn) ? preempt[actor] : first[actor]);
+      return static_cast<std::uint32_t>(preemption >= 0 && (ordinary < 0 || byTurn) ? preemption
+                                                                                    : ordinary);
     }
     ADD_FAILURE() << "no actor has an event";
     return 0;
