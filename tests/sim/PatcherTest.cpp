@@ -229,8 +229,11 @@ TEST(Patcher, PollingWhileGivesTheEventsOfALoopOfPublications) {
         return;
     }
   };
-  for (auto [steps, most] :
+  for (const auto &bounds :
        {std::pair{7, std::uint64_t{1000}}, std::pair{1000, std::uint64_t{5}}}) {
+    // Named copies: a lambda may not capture a structured binding before C++20's P1091 in clang.
+    const int steps = bounds.first;
+    const std::uint64_t most = bounds.second;
     std::string logs[2];
     for (bool loop : {true, false}) {
       X86Scenario s(4);
