@@ -231,7 +231,7 @@ TEST(Patcher, PollingWhileGivesTheEventsOfALoopOfPublications) {
   };
   for (const auto &bounds :
        {std::pair{7, std::uint64_t{1000}}, std::pair{1000, std::uint64_t{5}}}) {
-    // Named copies: a lambda may not capture a structured binding before C++20's P1091 in clang.
+    // Named copies: clang before 16 rejects a lambda's capture of a structured binding.
     const int steps = bounds.first;
     const std::uint64_t most = bounds.second;
     std::string logs[2];
