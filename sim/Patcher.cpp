@@ -258,17 +258,9 @@ void Machine::scheduleOnEachCpu() {
   m.yieldToMain();
 }
 
+// One publication: publishWhile() with a bound of one, which never asks `again`.
 void Machine::publish(std::string_view what, const std::function<void()> &write) {
-  Impl &m = *impl_;
-  if (!m.inPatcher()) {
-    write();
-    return;
-  }
-  m.patcher.publishWhat.assign(what);
-  m.patcher.publishWrite = &write;
-  m.patcher.publishDataSize = 0;
-  m.patcher.state = PatcherState::Publish;
-  m.yieldToMain();
+  publishWhile(what, write, {}, 1);
 }
 
 void Machine::publishWhile(std::string_view what, const std::function<void()> &write,
@@ -277,12 +269,12 @@ void Machine::publishWhile(std::string_view what, const std::function<void()> &w
   if (most == 0)
     return;
   if (!m.inPatcher()) {
-    for (std::uint64_t n = 0; n < most; ++n) {
+    // As in a patcher: `again` is asked after each publication but the last allowed.
+    for (std::uint64_t n = 1;; ++n) {
       write();
-      if (!again())
+      if (n == most || !again())
         return;
     }
-    return;
   }
   m.patcher.publishWhat.assign(what);
   m.patcher.publishWrite = &write;
