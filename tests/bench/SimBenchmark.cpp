@@ -2,7 +2,8 @@
 // the same guest code by bare Unicorn measured in the same process: single-stepping
 // (uc_emu_start count=1 in a loop), one counted run (count = the task's instructions: Unicorn's
 // per-instruction count hook), one free run (count 0, stopped by the exit stub's int3) and one
-// free run with one empty block hook (the least a run that can stop by itself costs). The
+// free run with one empty block hook (the least a run that can stop by itself costs), and what a
+// guest store costs Unicorn 2.0.1 (`free_run_stores` against `free_run`). The
 // ratios: `vs_raw` = simulator rate / single-step rate (instruction granularity's yardstick),
 // `vs_raw_rr` = the same against bare single-stepping of one engine per CPU in turn (what
 // switching engines costs Unicorn itself), `vs_lean` and `vs_lean_rr` = the same two against
@@ -50,17 +51,26 @@ constexpr std::uint64_t kInstructionsPerTask = 2 + 3ull * kIterations + 1 + 1;
 constexpr std::uint64_t kLongLoop = kText + 0x100;
 constexpr std::uint64_t kLongInstructionsPerTask = 3 + 10ull * kIterations + 1 + 1;
 
-// The loop a task runs: the 3-instruction block (every-instruction mode's yardsticks run only it)
-// or the 10-instruction one.
-enum class Loop { Tight, Long };
-std::uint64_t entryOf(Loop l) { return l == Loop::Tight ? kLoop : kLongLoop; }
+// The tight loop with its add replaced by a store to the stack, as many instructions: mov
+// $N,%ecx; xor %eax,%eax; 1: mov %rax,-8(%rsp); dec %ecx; jne 1b; ret. Only bare Unicorn's free
+// run takes it (`free_run_stores`): against `free_run`, what a guest store costs Unicorn itself.
+constexpr std::uint64_t kStoreLoop = kText + 0x200;
+
+// The loop a task runs: the 3-instruction block (every-instruction mode's yardsticks run only it),
+// the 10-instruction one, or the tight loop storing.
+enum class Loop { Tight, Long, Stores };
+std::uint64_t entryOf(Loop l) {
+  return l == Loop::Tight ? kLoop : l == Loop::Long ? kLongLoop : kStoreLoop;
+}
 std::uint64_t instructionsOf(Loop l) {
-  return l == Loop::Tight ? kInstructionsPerTask : kLongInstructionsPerTask;
+  return l == Loop::Long ? kLongInstructionsPerTask : kInstructionsPerTask;
 }
 // What a task returns in rax, computed on the host.
 std::uint64_t resultOf(Loop l) {
   if (l == Loop::Tight)
     return 200010000ull;
+  if (l == Loop::Stores)
+    return 0;
   std::uint64_t rax = 0, rdx = 0;
   for (std::uint64_t rcx = kIterations; rcx != 0; --rcx) {
     rax += rcx;
@@ -104,6 +114,9 @@ std::vector<std::uint8_t> guestText() {
                 0xca, 0x48, 0x8d, 0x70, 0x03, 0x48, 0x01, 0xf2, 0x48, 0xd1, 0xea, 0x48,
                 0x29, 0xca, 0x48, 0x01, 0xd0, 0xff, 0xc9, 0x75, 0xe3, 0xc3});
   std::copy(longLoop.begin(), longLoop.end(), text.begin() + (kLongLoop - kText));
+  const std::vector<std::uint8_t> storeLoop =
+      loopCode({0x31, 0xc0, 0x48, 0x89, 0x44, 0x24, 0xf8, 0xff, 0xc9, 0x75, 0xf7, 0xc3});
+  std::copy(storeLoop.begin(), storeLoop.end(), text.begin() + (kStoreLoop - kText));
   return text;
 }
 
@@ -265,7 +278,7 @@ double rawRate(Raw how, Loop loop) {
 
 // Each measured once per process, when first asked for.
 double rawRateOnce(Raw how, Loop loop) {
-  static double rates[4][2] = {};
+  static double rates[4][3] = {};
   double &rate = rates[static_cast<int>(how)][static_cast<int>(loop)];
   if (rate == 0)
     rate = rawRate(how, loop);
@@ -290,6 +303,7 @@ FTSIM_RAW_ROW(free_run, Raw::Free, Loop::Tight);
 FTSIM_RAW_ROW(block_hooked_run, Raw::BlockHooked, Loop::Tight);
 FTSIM_RAW_ROW(free_run_long_blocks, Raw::Free, Loop::Long);
 FTSIM_RAW_ROW(block_hooked_run_long_blocks, Raw::BlockHooked, Loop::Long);
+FTSIM_RAW_ROW(free_run_stores, Raw::Free, Loop::Stores);
 
 // What instrumentation costs Unicorn's translation. An exhaustive search mostly steps code whose
 // translations the machine has just removed (a patch store, a stale byte, a restore), so most of
