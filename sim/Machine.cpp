@@ -171,6 +171,16 @@ void Machine::watchSite(std::uint64_t addr, std::uint32_t size,
   m.watchLines(addr, size);
 }
 
+void Machine::watchSharedRead(std::uint64_t addr) {
+  Impl &m = *impl_;
+  TextRegion *r = m.textRange(addr, 1);
+  if (!r)
+    fatal("shared read at {:#x} is not inside text", addr);
+  r->flags.get()[addr - r->base] |= kSharedRead;
+  r->touch(addr - r->base, 1);
+  m.watchLines(addr, 1);
+}
+
 RunResult Machine::run(Scheduler &scheduler, std::uint64_t maxEvents) {
   impl_->dropUnadopted();
   impl_->settleViews();

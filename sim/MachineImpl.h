@@ -43,9 +43,10 @@ HostBuffer allocHost(std::uint64_t size); // contents undefined
 
 // Per-byte flags of text.
 enum TextFlag : std::uint8_t {
-  kSiteByte = 1,  // inside a watched patch site
-  kFreedByte = 2, // freed trampoline memory
-  kWritten = 4,   // stored into by the patcher at least once
+  kSiteByte = 1,   // inside a watched patch site
+  kFreedByte = 2,  // freed trampoline memory
+  kWritten = 4,    // stored into by the patcher at least once
+  kSharedRead = 8, // the first byte of an instruction that reads published data (watchSharedRead)
 };
 
 struct TextRegion {

@@ -135,6 +135,8 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
     if (TextRegion *r = textAt(pc)) {
       std::uint8_t flags = r->flags.get()[pc - r->base];
       plain = plain && !flags;
+      if (flags & kSharedRead)
+        rec.sharedRead = true;
       if (flags & (kSiteByte | kFreedByte))
         checkWatchedFetch(cpu, rec, *r, pc, flags);
       const std::uint8_t *at = r->views[cpu].get() + (pc - r->base);

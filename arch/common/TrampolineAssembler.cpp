@@ -121,6 +121,7 @@ AssembledListing TrampolineAssembler::finishListing() {
   code.ftraceGraphCaller = atIfAny("ftrace_graph_caller");
   code.returnToHandler = at("return_to_handler");
   code.siteSize = arch_.siteSize();
+  code.opLoads = opLoads_;
   const std::uint64_t end = code.base + code.bytes.size();
   for (std::size_t i = 0; i < symbols_.size(); ++i) {
     const auto &[name, addr] = symbols_[i];
@@ -156,6 +157,9 @@ OpsTrampolineCode AssembledTrampolines::makeOpsTrampoline(std::uint64_t base, bo
   out.bytes.assign(from, from + static_cast<std::ptrdiff_t>(layout.jump + ops_.closingSize));
   out.bytes.resize(layout.size, ops_.fill);
   out.callSite = base + (layout.call - layout.start);
+  for (std::uint64_t load : code_.opLoads)
+    if (load >= layout.start && load < layout.start + layout.jump)
+      out.opLoads.push_back(base + (load - layout.start));
   out.callbackStub = base + layout.stub;
   auto put = [&](std::uint64_t at, const EncodeResult &r, const char *what) {
     if (!r.ok)

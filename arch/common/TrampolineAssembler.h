@@ -50,6 +50,8 @@ public:
   std::uint64_t here() const { return base_ + bytes_.size(); }
   void align(unsigned n);
   void label(const std::string &name) { labels_[name] = here(); }
+  // The instruction at here() loads function_trace_op (TrampolineCode::opLoads).
+  void opLoad() { opLoads_.push_back(here()); }
   // A kallsyms function symbol at here(), sized up to the next one.
   void symbol(const std::string &name);
   // A function: 16-byte aligned, with its symbol.
@@ -96,6 +98,7 @@ private:
   Bytes ret_;
   Bytes bytes_;
   std::map<std::string, std::uint64_t> labels_;
+  std::vector<std::uint64_t> opLoads_;
   std::vector<std::pair<std::string, std::uint64_t>> symbols_;
   struct Branch {
     std::size_t offset;

@@ -96,9 +96,12 @@ public:
   void li(int rt, int v) { addi(rt, 0, v); }
   void lis(int rt, int v) { dForm(15, rt, 0, v); }
   // lis rt,addr@ha; lwz rt,addr@l(rt)
-  void loadWord(int rt, std::uint64_t addr) {
+  // lis, then lwz; `isOpLoad`: the lwz loads function_trace_op (TrampolineCode::opLoads).
+  void loadWord(int rt, std::uint64_t addr, bool isOpLoad = false) {
     const auto a = static_cast<std::uint32_t>(addr);
     lis(rt, static_cast<int>((a + 0x8000u) >> 16));
+    if (isOpLoad)
+      opLoad();
     lwz(rt, static_cast<std::int16_t>(a & 0xffffu), rt);
   }
   std::uint64_t functionTraceOp = 0; // TrampolineRequest::functionTraceOp
@@ -148,9 +151,9 @@ void ftraceRegsEntry(Emitter &e, bool allRegs) {
   e.stw(7, slot(NIP), 1);                  // pt_regs->nip
   e.stw(7, kSwitchFrameSize + kLrSave, 1); // and B's frame header, for the unwinder
   e.stw(0, slot(LINK), 1);                 // the parent as pt_regs->link
-  if (e.functionTraceOp)
-    e.loadWord(5, e.functionTraceOp); // op = function_trace_op
-  else
+  if (e.functionTraceOp) {
+    e.loadWord(5, e.functionTraceOp, true); // op = function_trace_op
+  } else
     e.li(5, 0);
   e.addi(3, 7, -kMcountInsnSize); // ip = nip - 4
   e.mr(4, 0);                     // parent_ip

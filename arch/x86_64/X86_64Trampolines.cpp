@@ -197,9 +197,11 @@ void ftraceCaller(Emitter &e, SiteFlavour flavour, bool graphViaOps) {
   e.lea(rcx, rsp, kMcountRegSize + 8);
   e.movStore(rcx, rsp, RSP);
   e.label("ftrace_caller_op_ptr");
-  if (e.functionTraceOp)
+  if (e.functionTraceOp) {
+    e.opLoad();
     e.movAbsLoad(rdx, e.functionTraceOp); // load the ftrace_ops into the 3rd parameter
-  e.lea(rcx, rsp, 0);                     // regs go into 4th parameter
+  }
+  e.lea(rcx, rsp, 0); // regs go into 4th parameter
   e.movImmMem(rsp, CS, 0);
   e.label("ftrace_call");
   e.call("ftrace_stub");
@@ -242,8 +244,10 @@ void ftraceRegsCaller(Emitter &e, SiteFlavour flavour, bool graphViaOps) {
   e.movStore(rcx, rsp, CS);
   e.lea(rcx, rsp, kMcountRegSize + 8 * 2); // stack, skipping return address and flags
   e.movStore(rcx, rsp, RSP);
-  if (e.functionTraceOp)
+  if (e.functionTraceOp) {
+    e.opLoad();
     e.movAbsLoad(rdx, e.functionTraceOp); // load the ftrace_ops into the 3rd parameter
+  }
   e.lea(rcx, rsp, 0);
   e.label("ftrace_regs_call");
   e.call("ftrace_stub");

@@ -56,14 +56,18 @@ void Kernel::mapTrampolines(std::uint64_t base) {
   // ftrace's data the trampolines load: function_trace_op, then one word per ops it can point at
   // (the ops' guest address; Kernel::guestOps).
   ftraceData_ = base - kFtraceDataSize;
-  // Not a watched data range: a fast-mode run whose first instruction is a watched access stops
-  // without advancing pc (Unicorn 2.0), and the kernel and trampoline harnesses explore without
-  // DPOR reduction, so the load needs no footprint.
+  // Not a watched data range (every access in every engine would go through a hook, and runs by
+  // blocks would stop): the loads of function_trace_op are marked instead, below.
   machine_->mapData(ftraceData_, kFtraceDataSize);
   request.functionTraceOp = ftraceData_;
   trampolines_ = arch::makeFtraceTrampolines(*image_.arch, request);
   const arch::TrampolineCode &code = trampolines_->code();
   machine_->mapText(code.base, code.bytes);
+  // ftrace_caller's and ftrace_regs_caller's loads of function_trace_op read what a publication
+  // writes (setFunctionTraceOp): each is a step and a shared read, so the visible-event search
+  // orders it against the publication wherever the load lies (its line need not hold a site).
+  for (std::uint64_t load : code.opLoads)
+    machine_->watchSharedRead(load);
   stubs_ = std::make_unique<model::TraceFunctionStubs>(
       model::TraceFunctionAddresses{code.ftraceStub, code.listFuncStub, code.callbackStubs});
 }

@@ -45,6 +45,8 @@ void Kernel::updateOpsTrampoline(model::FtraceOps &ops) {
     return; // create_trampoline() failed: the ops keeps using the shared trampolines
   const arch::OpsTrampolineCode code = trampolines_->makeOpsTrampoline(addr, saveRegs);
   machine_->pokeText(addr, code.bytes);
+  for (std::uint64_t load : code.opLoads)
+    machine_->watchSharedRead(load); // as in ftrace_caller (Kernel::mapTrampolines)
   machine_->setHypercall(code.callbackStub, [this, &ops, addr](arch::GuestContext &cpu) {
     opsTrampolineCallback(cpu, ops, addr);
   });

@@ -110,12 +110,19 @@ TEST_P(TwoOps, SlidesExampleOnFourCpusWithTracingSwitchedOnAndOff) {
   const std::uint64_t putPageIp = testing::siteOf(k, "put_page");
   std::vector<std::pair<int, std::pair<std::uint64_t, std::uint64_t>>> perfCalls;
   model::FtraceOps perf("perf", {}, model::OpsFlag::SaveRegs);
+  // Calls of perf's func without pt_regs: the race 405e1d834807 leaves (papers/
+  // op-func-residual-race.md). When a switch to `nop` leaves perf the only ops, ftrace_call is
+  // patched to perf's func after the sites and the IPI; a CPU still inside ftrace_caller from
+  // another function's site (the IPI does not move it out) then calls perf's func for that
+  // function, without pt_regs. Not a call of the trace: checked apart below.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> strayCalls; // (event, ip)
   perf.func = [&](std::uint64_t ip, std::uint64_t, model::FtraceOps &, arch::GuestContext *regs) {
-    EXPECT_NE(regs, nullptr) << "SAVE_REGS ops called without pt_regs";
-    if (regs) {
-      EXPECT_EQ(regs->pc(), ip + siteSize) << "regs->ip is the return address into the function";
+    if (!regs) {
+      strayCalls.push_back({k.now(), ip});
+      return;
     }
-    perfCalls.push_back({regs ? regs->task() : -2, {k.now(), ip}});
+    EXPECT_EQ(regs->pc(), ip + siteSize) << "regs->ip is the return address into the function";
+    perfCalls.push_back({regs->task(), {k.now(), ip}});
   };
   k.core().setFilter(perf, "schedule", true);
 
@@ -203,6 +210,16 @@ TEST_P(TwoOps, SlidesExampleOnFourCpusWithTracingSwitchedOnAndOff) {
   checkExactlyOnce(
       sites, perfCalls, perfSwitches, [&](std::uint64_t ip) { return ip == scheduleIp; },
       "perf on schedule");
+  // Each call without pt_regs is the residual race: for a function perf does not trace, once a
+  // switch to `nop` (the one that leaves perf alone) has begun.
+  for (const auto &[event, ip] : strayCalls) {
+    EXPECT_NE(ip, scheduleIp) << "perf called for schedule without pt_regs at event " << event;
+    bool leftAlone = false;
+    for (const auto &[enable, w] : functionSwitches)
+      leftAlone |= !enable && w.begin <= event;
+    EXPECT_TRUE(leftAlone) << "perf called without pt_regs at event " << event
+                           << " before any switch to nop";
+  }
 }
 
 std::string twoOpsName(const ::testing::TestParamInfo<TwoOps::ParamType> &info) {

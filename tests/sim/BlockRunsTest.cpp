@@ -5,6 +5,7 @@
 // runs the same machine both ways (MachineConfig::traceFlagSteps) and compares what a user sees:
 // the events, and the registers at every scheduling decision.
 
+#include "ftsim/arch/Error.h"
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
@@ -72,6 +73,7 @@ struct RunSetup {
   unsigned quantum = 1000;
   std::uint64_t watchedByte = 0; // a site's byte, never fetched; 0: none
   bool watchData = false;
+  std::uint64_t sharedRead = 0; // an instruction marked by watchSharedRead; 0: none
 };
 
 std::unique_ptr<Machine> makeMachine(const RunSetup &s, bool byBlocks) {
@@ -88,6 +90,8 @@ std::unique_ptr<Machine> makeMachine(const RunSetup &s, bool byBlocks) {
     m.watchSite(s.watchedByte, 1, {{0xcc}});
   if (s.watchData)
     m.watchData(kData, 8);
+  if (s.sharedRead)
+    m.watchSharedRead(s.sharedRead);
   m.addTask({"task0", 0, s.entry, 0});
   m.addTask({"task1", 1, s.entry, 0});
   return machine;
@@ -164,6 +168,33 @@ TEST(BlockRuns, ARunStopsBeforeWatchedTextInsideABlock) {
   EXPECT_EQ(first->pc, kStraight);
   EXPECT_EQ(first->pcAfter, kStraight + 0x33) << formatEvent(*first);
   EXPECT_EQ(first->outcome, StepOutcome::WatchedStop);
+}
+
+// An instruction marked as a read of published data (Machine::watchSharedRead), the 41st inc of a
+// long block, at 0x155: both ways, its line is stepped as a site's is (the run stops at 0x133,
+// whose last possible byte is in that line), and its step, and no other event, says it is a shared
+// read (a visible event the engine-level search orders against publications).
+TEST(BlockRuns, ASharedReadIsAStepOfItsOwn) {
+  const std::uint64_t marked = kStraight + 5 + 2 * 40;
+  const auto events = expectSameBothWays({kStraight, 1000, 0, false, marked});
+  const auto first = std::find_if(events.begin(), events.end(), [](const EventRecord &e) {
+    return e.cpu == 0 && e.kind == EventKind::Run;
+  });
+  ASSERT_NE(first, events.end());
+  EXPECT_EQ(first->pcAfter, kStraight + 0x33) << formatEvent(*first);
+  unsigned shared = 0;
+  for (const EventRecord &e : events) {
+    if (!e.sharedRead)
+      continue;
+    ++shared;
+    EXPECT_EQ(e.kind, EventKind::Step) << formatEvent(e);
+    EXPECT_EQ(e.pc, marked) << formatEvent(e);
+  }
+  EXPECT_EQ(shared, 2u);                                                            // once per task
+  EXPECT_THROW(makeMachine({kStraight}, true)->watchSharedRead(kData), FatalError); // data
+  const auto unmarked = expectSameBothWays({kStraight, 1000});
+  EXPECT_TRUE(std::none_of(unmarked.begin(), unmarked.end(),
+                           [](const EventRecord &e) { return e.sharedRead; }));
 }
 
 // A machine asked to run by blocks that watches data runs by instruction hooks instead: the run

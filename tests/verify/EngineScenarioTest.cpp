@@ -84,6 +84,7 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
       {"ppc32-op-func-residual-race", {"violation", "function-trace-op"}},
       {"ppc32-op-func-residual-race-dynamic", {"verified", ""}},
       {"ppc32-op-func-residual-race-wait", {"verified", ""}},
+      {"ppc32-op-func-residual-race-regs", {"violation", "function-trace-op"}},
   };
   // Every engine-level file in the corpus is one of these (ExploreTest's site-level sweep skips
   // them), so a new one cannot go untested.
@@ -271,6 +272,39 @@ TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
   EXPECT_FALSE(c.minimised) << formatViolation(c.minimised->violation);
   EXPECT_EQ(c.verdict, Verdict::Verified) << c.coverage;
   EXPECT_NE(c.coverage.find("deviations <= 1"), std::string::npos) << c.coverage;
+}
+
+// The same race through ftrace_regs_caller (a static SAVE_REGS ops, as kprobes' is): found within
+// two deviations because ftrace_regs_caller's load of function_trace_op is a shared read, a visible
+// event; as an invisible step the search reported it VERIFIED within that bound.
+TEST(EngineScenario, OpFuncResidualRaceThroughFtraceRegsCaller) {
+  const Scenario s = load("ppc32-op-func-residual-race-regs");
+  ASSERT_TRUE(s.engine.ops.at(0).saveRegs);
+  ASSERT_FALSE(s.engine.ops.at(0).dynamic);
+  KernelHarness harness(s, imagePath(s));
+  const ExploreResult r = explore(harness, exploreOptionsFor(s));
+  ASSERT_TRUE(r.counterexample);
+  const Violation &v = r.counterexample->violation;
+  EXPECT_EQ(v.oracle, "function-trace-op");
+  EXPECT_NE(v.message.find("ops 'kprobe' called for ktime_get"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("with op 'ftrace_list_end', not its own 'kprobe'"), std::string::npos)
+      << v.message;
+  // The load the counterexample's CPU made is a shared read: a step at one of the loads the
+  // trampolines report, inside ftrace_regs_caller.
+  const arch::TrampolineCode &code = harness.kernel().trampolines();
+  ASSERT_FALSE(code.opLoads.empty());
+  bool regsLoad = false;
+  for (std::uint64_t load : code.opLoads)
+    regsLoad |= load > code.ftraceRegsCaller && load < code.ftraceRegsCall;
+  EXPECT_TRUE(regsLoad);
+  const ReplayFile file = parseReplay(replayToJson(s, *r.counterexample), "regs.json");
+  const Reproduction again = reproduce(harness, file, "regs.json");
+  EXPECT_EQ(again.violation.oracle, "function-trace-op");
+  bool sharedLoad = false;
+  for (const sim::EventRecord &e : harness.machine().events())
+    for (std::uint64_t load : code.opLoads)
+      sharedLoad |= e.kind == sim::EventKind::Step && e.pc == load && e.sharedRead && e.cpu == 1;
+  EXPECT_TRUE(sharedLoad);
 }
 
 // The hypothesis against it: grace periods between publishing function_trace_op and patching

@@ -21,11 +21,14 @@
 // Visible events (scheduling points). An event is invisible when it is a fast-mode Run or a Step
 // with no footprint at all: no watched fetch, no watched data access, no shared read, no change of
 // the CPU's interrupt or preempt state, no trap, hypercall, schedule or exit. Everything else is
-// visible: the patcher's stores and publications, IPIs, timer preemptions, line fetches, every
-// step over watched text (sites, trampolines, text the patcher wrote), watched data, hypercalls
-// (callbacks reading engine state) and trap handlers. An invisible event commutes with every event
-// of every other process (the independence source-DPOR already relies on: unwatched instructions
-// touch nothing another CPU or task reads), so it is a both-mover (Lipton, CACM 1975): a schedule
+// visible: the patcher's stores and publications, IPIs, timer preemptions, line fetches, fetches
+// of a watched site's bytes or of freed text, watched data, hypercalls (callbacks reading engine
+// state), trap handlers, and the loads of data a publication writes (ftrace_caller's and
+// ftrace_regs_caller's of function_trace_op: sim::Machine::watchSharedRead; as invisible steps
+// they hid the residual race through ftrace_regs_caller, ppc32-op-func-residual-race-regs). An
+// invisible event commutes with every event of every other process (the independence source-DPOR
+// already relies on: unwatched instructions touch nothing another CPU or task reads, and the
+// patcher stores only into sites), so it is a both-mover (Lipton, CACM 1975): a schedule
 // that switches before one is equivalent to the schedule that switches at the process's previous
 // visible event instead. A process therefore runs on through its invisible events without a
 // decision, and the schedules left out are equivalent to ones explored (same visible events in the

@@ -75,6 +75,10 @@ struct TrampolineCode {
   std::uint64_t returnHandlerStub = 0;
   std::vector<std::uint64_t> callbackStubs;
   std::uint32_t siteSize = 0; // bytes of each patched call/jmp
+  // The instructions that load function_trace_op (ftrace_caller's and ftrace_regs_caller's third
+  // argument): reads of what the patcher publishes, which the kernel marks as such
+  // (sim::Machine::watchSharedRead).
+  std::vector<std::uint64_t> opLoads;
 };
 
 // A per-ops trampoline (arch/x86/kernel/ftrace.c create_trampoline(), f3bea491): a copy of
@@ -86,9 +90,10 @@ struct TrampolineCode {
 struct OpsTrampolineCode {
   std::uint64_t base = 0;
   Bytes bytes;
-  std::uint64_t callSite = 0;     // the copied ftrace_call / ftrace_regs_call
-  std::uint64_t callbackStub = 0; // the ops' callback (a hypercall stub at the tail)
-  bool saveRegs = false;          // a copy of ftrace_regs_caller
+  std::uint64_t callSite = 0;         // the copied ftrace_call / ftrace_regs_call
+  std::uint64_t callbackStub = 0;     // the ops' callback (a hypercall stub at the tail)
+  bool saveRegs = false;              // a copy of ftrace_regs_caller
+  std::vector<std::uint64_t> opLoads; // the copied loads of function_trace_op (TrampolineCode)
 };
 
 // The arguments a callback stub sees, in the trampoline's calling convention.

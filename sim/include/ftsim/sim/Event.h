@@ -57,7 +57,8 @@ struct EventChoice {
 //    and `bytes` the site's bytes as that CPU fetched them;
 //  - storeAddr/storeSize: the text bytes the patcher stored (`bytes` holds them);
 //  - dataAddr/dataSize/dataWrite: an access to a watched data range (watchData());
-//  - sharedRead: a host trap handler or hypercall ran (it may read state the patcher publishes).
+//  - sharedRead: a host trap handler or hypercall ran, or the step executed an instruction marked
+//    by Machine::watchSharedRead (either may read state the patcher publishes).
 // A Step that touches none of these commutes with every store and publication.
 struct EventRecord {
   std::uint64_t index = 0; // position in the log

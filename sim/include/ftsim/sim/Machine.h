@@ -113,6 +113,11 @@ public:
   // Record accesses to guest data in [addr, addr+size) as event footprints (and end fast-mode
   // runs after such an access).
   void watchData(std::uint64_t addr, std::uint32_t size);
+  // The instruction at `addr` reads what the patcher publishes into guest data (pokeData inside a
+  // publication): its line is watched, so the instruction is a step in every mode, and that step
+  // is a shared read (EventRecord::sharedRead), a visible event ordered against every
+  // publication. Cheaper than watchData, which hooks every access in every engine.
+  void watchSharedRead(std::uint64_t addr);
   // Write text immediately into canonical memory and every view: boot-time patching, or
   // trampoline code written before anyone can fetch it. Not an event.
   void pokeText(std::uint64_t addr, std::span<const std::uint8_t> bytes);
