@@ -67,6 +67,21 @@ std::string tempPath(const std::string &leaf) {
   return (dir / leaf).string();
 }
 
+// `s` searched as its file says (exploreOptionsFor): a function-trace-op counterexample whose
+// message has `calledFor` ("ops 'X' called for F") and `withOp` ("with op 'Y', not its own 'X'").
+ExploreResult expectFunctionTraceOp(KernelHarness &harness, const Scenario &s,
+                                    const std::string &calledFor, const std::string &withOp) {
+  ExploreResult r = explore(harness, exploreOptionsFor(s));
+  EXPECT_TRUE(r.counterexample) << r.stats.executions;
+  if (!r.counterexample)
+    return r;
+  const Violation &v = r.counterexample->violation;
+  EXPECT_EQ(v.oracle, "function-trace-op");
+  EXPECT_NE(v.message.find(calledFor), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find(withOp), std::string::npos) << v.message;
+  return r;
+}
+
 // The scenario files' own words: kind kernel, the image the fuzzer and check use, and an expected
 // verdict for every variant.
 TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
@@ -254,15 +269,11 @@ TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
   ASSERT_FALSE(s.engine.pre59338f754a55);
   ASSERT_EQ(s.linuxProfile, "6.12");
   KernelHarness harness(s, imagePath(s));
-  const ExploreResult r = explore(harness, exploreOptionsFor(s));
+  const ExploreResult r =
+      expectFunctionTraceOp(harness, s, "ops 'global:function' called for",
+                            "with op 'ftrace_list_end', not its own 'global:function'");
   ASSERT_TRUE(r.counterexample);
-  const Violation &v = r.counterexample->violation;
-  EXPECT_EQ(v.oracle, "function-trace-op");
-  EXPECT_NE(v.message.find("ops 'global:function' called for"), std::string::npos) << v.message;
-  EXPECT_NE(v.message.find("with op 'ftrace_list_end', not its own 'global:function'"),
-            std::string::npos)
-      << v.message;
-  EXPECT_EQ(v.cpus, std::vector<unsigned>{1});
+  EXPECT_EQ(r.counterexample->violation.cpus, std::vector<unsigned>{1});
   EXPECT_LE(r.stats.executions, 40u);
 
   const Scenario dynamic = load("ppc32-op-func-residual-race-dynamic");
@@ -282,13 +293,9 @@ TEST(EngineScenario, OpFuncResidualRaceThroughFtraceRegsCaller) {
   ASSERT_TRUE(s.engine.ops.at(0).saveRegs);
   ASSERT_FALSE(s.engine.ops.at(0).dynamic);
   KernelHarness harness(s, imagePath(s));
-  const ExploreResult r = explore(harness, exploreOptionsFor(s));
+  const ExploreResult r = expectFunctionTraceOp(harness, s, "ops 'kprobe' called for ktime_get",
+                                                "with op 'ftrace_list_end', not its own 'kprobe'");
   ASSERT_TRUE(r.counterexample);
-  const Violation &v = r.counterexample->violation;
-  EXPECT_EQ(v.oracle, "function-trace-op");
-  EXPECT_NE(v.message.find("ops 'kprobe' called for ktime_get"), std::string::npos) << v.message;
-  EXPECT_NE(v.message.find("with op 'ftrace_list_end', not its own 'kprobe'"), std::string::npos)
-      << v.message;
   // The load the counterexample's CPU made is a shared read: a step at one of the loads the
   // trampolines report, inside ftrace_regs_caller.
   const arch::TrampolineCode &code = harness.kernel().trampolines();
@@ -337,13 +344,8 @@ TEST(EngineScenario, OpFuncResidualRaceOnX86WithPerOpsTrampolines) {
   ASSERT_TRUE(s.engine.opsTrampolines);
   ASSERT_EQ(s.linuxProfile, "6.12");
   KernelHarness harness(s, imagePath(s));
-  const ExploreResult r = explore(harness, exploreOptionsFor(s));
-  ASSERT_TRUE(r.counterexample) << r.stats.executions;
-  const Violation &v = r.counterexample->violation;
-  EXPECT_EQ(v.oracle, "function-trace-op");
-  EXPECT_NE(v.message.find("ops 'b' called for posix_cpu_timer_set"), std::string::npos)
-      << v.message;
-  EXPECT_NE(v.message.find("with op 'a', not its own 'b'"), std::string::npos) << v.message;
+  expectFunctionTraceOp(harness, s, "ops 'b' called for posix_cpu_timer_set",
+                        "with op 'a', not its own 'b'");
 }
 
 // int3-skips-call (2700fefdb2d9 & co): the old handler skips the site as if it were a nop, so a
