@@ -423,6 +423,9 @@ struct Machine::Impl {
   // Whether an instruction at pc would lie in a watched line (needsStep without the CPU's pending
   // stale-fetch state).
   bool watchedInstructionAt(std::uint64_t pc);
+  // Whether an instruction at pc in `r` may fetch a byte the patcher stored into outside a watched
+  // site (a step over it is then a shared read: the store and the fetch do not commute).
+  bool fetchesWrittenText(const TextRegion &r, std::uint64_t pc) const;
   void watchLines(std::uint64_t addr, std::uint64_t size);
 
   // Registers and tasks.

@@ -135,7 +135,7 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
     if (TextRegion *r = textAt(pc)) {
       std::uint8_t flags = r->flags.get()[pc - r->base];
       plain = plain && !flags;
-      if (flags & kSharedRead)
+      if ((flags & kSharedRead) || fetchesWrittenText(*r, pc))
         rec.sharedRead = true;
       if (flags & (kSiteByte | kFreedByte))
         checkWatchedFetch(cpu, rec, *r, pc, flags);

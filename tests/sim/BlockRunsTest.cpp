@@ -197,6 +197,45 @@ TEST(BlockRuns, ASharedReadIsAStepOfItsOwn) {
                            [](const EventRecord &e) { return e.sharedRead; }));
 }
 
+// Text the patcher stores into outside a watched site (a trampoline's body, ftrace_caller's
+// ftrace_call when no site is watched there) is read by every later step over it: such a step is
+// a shared read, as the store and the fetch do not commute. A step over a watched site's bytes
+// records the fetch instead, and a step elsewhere neither.
+TEST(BlockRuns, AStepOverTextThePatcherWroteIsASharedRead) {
+  const std::uint64_t written = kStraight + 5 + 2 * 40;
+  for (bool site : {false, true}) {
+    SCOPED_TRACE(site);
+    auto machine = makeMachine({kStraight, 1000}, true);
+    Machine &m = *machine;
+    if (site)
+      m.watchSite(written, 1);
+    const Bytes inc = {0xff}; // the byte it holds: the instruction stays `inc %eax`
+    m.startPatcher([&](arch::MachinePort &port) { port.writeText(written, inc); });
+    run(m);
+    unsigned atWritten = 0;
+    for (const EventRecord &e : m.events()) {
+      if (e.kind != EventKind::Step)
+        continue;
+      if (e.pc == written)
+        ++atWritten;
+      if (e.sharedRead) {
+        EXPECT_FALSE(site) << formatEvent(e);
+        // Any instruction whose longest form would reach the written bytes.
+        EXPECT_GE(e.pc + 15, written) << formatEvent(e);
+        EXPECT_LT(e.pc, written + inc.size()) << formatEvent(e);
+      }
+      if (e.pc == written && !site) {
+        EXPECT_TRUE(e.sharedRead) << formatEvent(e);
+      }
+      if (e.pc == written && site) {
+        EXPECT_NE(e.fetchSize, 0u) << formatEvent(e);
+      }
+    }
+    // cpu0's task, after the store (cpu1's may have run past before it, in one run).
+    EXPECT_GE(atWritten, 1u) << m.logText();
+  }
+}
+
 // A machine asked to run by blocks that watches data runs by instruction hooks instead: the run
 // ends right after the watched store, with the registers the guest had there.
 TEST(BlockRuns, AWatchedAccessEndsTheRunRightAfterIt) {

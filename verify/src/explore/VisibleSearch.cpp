@@ -23,12 +23,14 @@
 // the CPU's interrupt or preempt state, no trap, hypercall, schedule or exit. Everything else is
 // visible: the patcher's stores and publications, IPIs, timer preemptions, line fetches, fetches
 // of a watched site's bytes or of freed text, watched data, hypercalls (callbacks reading engine
-// state), trap handlers, and the loads of data a publication writes (ftrace_caller's and
+// state), trap handlers, the loads of data a publication writes (ftrace_caller's and
 // ftrace_regs_caller's of function_trace_op: sim::Machine::watchSharedRead; as invisible steps
-// they hid the residual race through ftrace_regs_caller, ppc32-op-func-residual-race-regs). An
-// invisible event commutes with every event of every other process (the independence source-DPOR
-// already relies on: unwatched instructions touch nothing another CPU or task reads, and the
-// patcher stores only into sites), so it is a both-mover (Lipton, CACM 1975): a schedule
+// they hid the residual race through ftrace_regs_caller, ppc32-op-func-residual-race-regs), and
+// steps over text the patcher stored into outside a watched site (the trampoline harness watches
+// no site: its ftrace_call and traced function are such text). An invisible event commutes with
+// every event of every other process (the independence source-DPOR already relies on: unwatched
+// instructions touch nothing another CPU or task reads or writes), so it is a both-mover (Lipton,
+// CACM 1975): a schedule
 // that switches before one is equivalent to the schedule that switches at the process's previous
 // visible event instead. A process therefore runs on through its invisible events without a
 // decision, and the schedules left out are equivalent to ones explored (same visible events in the

@@ -58,7 +58,8 @@ struct EventChoice {
 //  - storeAddr/storeSize: the text bytes the patcher stored (`bytes` holds them);
 //  - dataAddr/dataSize/dataWrite: an access to a watched data range (watchData());
 //  - sharedRead: a host trap handler or hypercall ran, or the step executed an instruction marked
-//    by Machine::watchSharedRead (either may read state the patcher publishes).
+//    by Machine::watchSharedRead or one that may fetch text the patcher stored into outside a
+//    watched site (each may read state the patcher publishes or writes).
 // A Step that touches none of these commutes with every store and publication.
 struct EventRecord {
   std::uint64_t index = 0; // position in the log
