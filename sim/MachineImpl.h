@@ -11,6 +11,7 @@
 
 #include <unicorn/unicorn.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <exception>
@@ -425,7 +426,15 @@ struct Machine::Impl {
   bool watchedInstructionAt(std::uint64_t pc);
   // Whether an instruction at pc in `r` may fetch a byte the patcher stored into outside a watched
   // site (a step over it is then a shared read: the store and the fetch do not commute).
-  bool fetchesWrittenText(const TextRegion &r, std::uint64_t pc) const;
+  // Inline: the lines' watched marks first, as most steps lie in unwatched lines.
+  bool fetchesWrittenText(const TextRegion &r, std::uint64_t pc) const {
+    const std::uint64_t off = pc - r.base;
+    const std::uint64_t end = std::min<std::uint64_t>(r.size, off + maxInsn);
+    if (!r.lineWatched[off / kLineSize] && !r.lineWatched[(end - 1) / kLineSize])
+      return false;
+    return writtenOutsideSites(r, off, end);
+  }
+  bool writtenOutsideSites(const TextRegion &r, std::uint64_t off, std::uint64_t end) const;
   void watchLines(std::uint64_t addr, std::uint64_t size);
 
   // Registers and tasks.

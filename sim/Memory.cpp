@@ -181,11 +181,8 @@ bool Machine::Impl::needsStep(unsigned cpu, std::uint64_t pc) {
   return state.cpus[cpu].pending() || watchedInstructionAt(pc);
 }
 
-bool Machine::Impl::fetchesWrittenText(const TextRegion &r, std::uint64_t pc) const {
-  const std::uint64_t off = pc - r.base;
-  const std::uint64_t end = std::min<std::uint64_t>(r.size, off + maxInsn);
-  if (!r.lineWatched[off / kLineSize] && !r.lineWatched[(end - 1) / kLineSize])
-    return false;
+bool Machine::Impl::writtenOutsideSites(const TextRegion &r, std::uint64_t off,
+                                        std::uint64_t end) const {
   const std::uint8_t *flags = r.flags.get();
   for (std::uint64_t i = off; i < end; ++i)
     if ((flags[i] & (kWritten | kSiteByte)) == kWritten)
