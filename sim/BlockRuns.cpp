@@ -1,6 +1,6 @@
-// Runs by blocks: fast mode on an ISA whose steps end by a trace flag (x86's EFLAGS.TF) runs a
-// CPU's unwatched code with one hook called before each translated block instead of one called
-// before each instruction (sim/README.md, "Runs by blocks").
+// Runs by blocks: fast mode on an ISA whose steps end by a trace flag (x86 EFLAGS.TF, powerpc
+// MSR[SE]) runs a CPU's unwatched code with one hook called before each translated block instead
+// of one called before each instruction (sim/README.md, "Runs by blocks").
 //
 // The hook enters a block only when none of its instructions needs a step (neither its line nor
 // the line of its last possible byte is watched: Machine::Impl::needsStep) and all of them fit
@@ -244,10 +244,15 @@ uc_err Machine::Impl::traceStep(unsigned cpu, std::uint64_t pc, const std::uint8
     setTraceFlag(cpu, true);
   rt.stepStarted = false;
   const uc_err err = uc_emu_start(rt.uc, pc, abi.unreachable, 0, 0);
-  if (rt.intno == abi.traceIntno && !abi.raisesTraceIntno(window))
+  if (rt.intno == abi.traceIntno && !abi.raisesTraceIntno(window)) {
     rt.intno = -1; // the trace flag's trap after the instruction: the step's end, not the guest's
-  if (err == UC_ERR_OK && rt.intno < 0 && abi.pushesFlags(window))
-    hideTraceFlagPushed(cpu);
+    if (traceSkew)
+      writeReg(cpu, abi.pcReg, readReg(cpu, abi.pcReg) - traceSkew);
+  }
+  if (err == UC_ERR_OK && rt.intno < 0) {
+    CpuGuestContext ctx(*this, cpu);
+    abi.hideTraceFlag(window, ctx, abi.traceFlagBit);
+  }
   return err;
 }
 

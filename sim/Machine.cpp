@@ -41,7 +41,11 @@ Machine::Impl::Impl(Machine &owner, const arch::Arch &a, MachineConfig c)
   maxInsn = arch.maxInsnSize();
   splitsFetchAtLines = config.fetchModel->splitsFetchAtLines();
   stepsOnly = config.quantum == 1 && !splitsFetchAtLines;
-  traceSteps = abi.traceFlagReg >= 0 && config.quantum > 1 && config.traceFlagSteps;
+  if (config.quantum > 1 && config.traceFlagSteps)
+    if (const auto skew = traceStepSkew(arch)) { // TraceCalibration.cpp
+      traceSteps = true;
+      traceSkew = *skew;
+    }
   engineHooks = config.quantum == 1 ? EngineHooks::Steps
                 : traceSteps        ? EngineHooks::Blocks
                                     : EngineHooks::Instructions;
@@ -224,6 +228,7 @@ std::uint64_t Machine::pc(unsigned cpu) const { return impl_->state.cpus.at(cpu)
 std::uint64_t Machine::reg(unsigned cpu, int ucRegId) const { return impl_->readReg(cpu, ucRegId); }
 std::uint64_t Machine::steppedInstructions() const { return impl_->state.stepped; }
 std::uint64_t Machine::storesDone() const { return impl_->state.storesDone; }
+bool Machine::stepsByTraceFlag() const { return impl_->traceSteps; }
 
 arch::Bytes Machine::viewBytes(unsigned cpu, std::uint64_t addr, std::size_t size) const {
   const TextRegion *r = impl_->textAt(addr);

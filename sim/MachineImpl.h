@@ -349,6 +349,8 @@ struct Machine::Impl {
   // Not when every instruction is a step: translations are then reused from step to step, and the
   // trap after each costs more than Unicorn's count (sim/README.md, "Steps by the trace flag").
   bool traceSteps = false;
+  // How far past the next instruction Unicorn leaves the pc after a trace-flag step (GuestAbi.h).
+  std::uint64_t traceSkew = 0;
   EngineHooks engineHooks = EngineHooks::Steps;
   StoreReach othersReach = StoreReach::AtOnce;
 
@@ -444,7 +446,6 @@ struct Machine::Impl {
     return id == abi.traceFlagReg ? v & ~abi.traceFlagBit : v;
   }
   void setTraceFlag(unsigned cpu, bool on);
-  void hideTraceFlagPushed(unsigned cpu);
   void writeReg(unsigned cpu, int id, std::uint64_t value);
   void saveRegs(unsigned cpu, std::vector<std::uint8_t> &out);
   void loadRegs(unsigned cpu, const std::vector<std::uint8_t> &in);

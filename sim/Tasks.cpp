@@ -32,16 +32,6 @@ void Machine::Impl::setTraceFlag(unsigned cpu, bool on) {
   rt.traceFlagKnown = true;
 }
 
-// A flags push stepped with the trace flag on: the word at the stack pointer holds the bit; the
-// guest never set it (GuestAbi::pushesFlags). Little-endian (x86): bit b of the flags is bit b % 8
-// of the word's byte b / 8, whatever the width pushed.
-void Machine::Impl::hideTraceFlagPushed(unsigned cpu) {
-  FTSIM_ASSERT(endian == arch::Endian::Little);
-  const int bit = std::countr_zero(abi.traceFlagBit);
-  if (std::uint8_t *byte = dataHost(readReg(cpu, abi.spReg) + bit / 8, 1))
-    *byte &= static_cast<std::uint8_t>(~(1u << (bit % 8)));
-}
-
 // Saved in place (savedContext): a fresh image takes its header from the CPU's scratch context.
 void Machine::Impl::saveRegs(unsigned cpu, std::vector<std::uint8_t> &out) {
   if (out.size() != contextSize) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 
 namespace ftsim::arch {
 namespace {
@@ -65,8 +66,18 @@ bool raisesTraceIntno(const std::uint8_t *b) {
   return b[i] == 0xf1 || (b[i] == 0xcd && b[i + 1] == 0x01);
 }
 
-// pushf, pushfq (with an operand-size or REX prefix: 16 or 64 bits, EFLAGS.TF in the second byte).
-bool pushesFlags(const std::uint8_t *b) { return b[opcodeAt(b)] == 0x9c; }
+// pushf, pushfq (with an operand-size or REX prefix: 16 or 64 bits) copy EFLAGS to the word at
+// the stack pointer; little-endian, bit b is bit b % 8 of its byte b / 8, whatever the width.
+void hideTraceFlag(const std::uint8_t *b, GuestContext &ctx, std::uint64_t bit) {
+  if (b[opcodeAt(b)] != 0x9c)
+    return;
+  const int n = std::countr_zero(bit);
+  std::uint8_t byte = 0;
+  if (ctx.readMemory(ctx.sp() + n / 8, std::span(&byte, 1))) {
+    byte &= static_cast<std::uint8_t>(~(1u << (n % 8)));
+    ctx.writeMemory(ctx.sp() + n / 8, std::span(&byte, 1));
+  }
+}
 
 std::uint64_t returnAddress(const GuestAbi &, GuestContext &ctx) {
   std::uint8_t b[8];
@@ -162,7 +173,8 @@ const GuestAbi &x86_64GuestAbi() {
       0x100, // EFLAGS.TF
       1,     // #DB
       raisesTraceIntno,
-      pushesFlags,
+      hideTraceFlag,
+      {0x48, 0xff, 0xc0}, // inc %rax
       plainStep,
       directTarget,
   };

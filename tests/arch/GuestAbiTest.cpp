@@ -54,10 +54,20 @@ TEST(GuestAbi, X86OrdinaryInstructionsLeaveTheInterruptFlagAlone) {
   EXPECT_FALSE(mayChange(abi, {0x0f, 0x0b}));                         // ud2: it faults instead
 }
 
-TEST(GuestAbi, PowerpcReadsTheMsrAfterEveryStep) {
+TEST(GuestAbi, PowerpcInstructionsThatWriteTheMsrAreRecognised) {
   const arch::GuestAbi &abi = abiOf("ppc32");
-  EXPECT_TRUE(mayChange(abi, {0x60, 0x00, 0x00, 0x00})); // nop
-  EXPECT_TRUE(mayChange(abi, {0x7c, 0x00, 0x01, 0x24})); // mtmsr r0
+  EXPECT_TRUE(mayChange(abi, {0x7c, 0x00, 0x01, 0x24}));  // mtmsr r0
+  EXPECT_TRUE(mayChange(abi, {0x7c, 0xa0, 0x01, 0x64}));  // mtmsrd r5
+  EXPECT_TRUE(mayChange(abi, {0x7c, 0x80, 0x01, 0x06}));  // wrtee r4
+  EXPECT_TRUE(mayChange(abi, {0x7c, 0x00, 0x81, 0x46}));  // wrteei 1
+  EXPECT_TRUE(mayChange(abi, {0x4c, 0x00, 0x00, 0x64}));  // rfi
+  EXPECT_TRUE(mayChange(abi, {0x4c, 0x00, 0x00, 0x24}));  // rfid
+  EXPECT_FALSE(mayChange(abi, {0x60, 0x00, 0x00, 0x00})); // nop
+  EXPECT_FALSE(mayChange(abi, {0x7c, 0xa0, 0x00, 0xa6})); // mfmsr r5: reads it
+  EXPECT_FALSE(mayChange(abi, {0x4c, 0x00, 0x01, 0x2c})); // isync
+  EXPECT_FALSE(mayChange(abi, {0x7c, 0x08, 0x03, 0xa6})); // mtlr r0
+  EXPECT_FALSE(mayChange(abi, {0x4e, 0x80, 0x00, 0x20})); // blr
+  EXPECT_FALSE(mayChange(abi, {0x38, 0x63, 0x00, 0x01})); // addi r3,r3,1
 }
 
 } // namespace

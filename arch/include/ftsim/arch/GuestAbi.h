@@ -50,21 +50,25 @@ struct GuestAbi {
   // context image, which also holds emulator bookkeeping): the general registers, pc, flags or
   // condition, link and count registers, the thread register.
   std::vector<int> stateRegs;
-  // Single-stepping by the ISA's trace flag (x86 EFLAGS.TF; -1: none). With that bit set in
-  // `traceFlagReg`, Unicorn translates one instruction per block and raises `traceIntno` after it,
-  // so a step's translation holds that instruction only: when patched bytes are rewritten, only
-  // the blocks of the instructions over them are translated again, not every block that runs into
-  // them. The bit is the machine's, never the guest's: the machine sets it for fast-mode steps
-  // (where the harness asks), clears it for runs and hides it from every register it reads;
-  // `raisesTraceIntno` tells a guest instruction that raises that interrupt itself (x86 `int $1`,
-  // icebp), and after a step of an instruction for which `pushesFlags` holds (x86 pushf) the
-  // machine clears the bit in the word pushed, at the stack pointer (a little-endian ISA's: the
-  // bit's byte is the same whatever the width pushed).
+  // Single-stepping by the ISA's trace flag (x86 EFLAGS.TF, powerpc MSR[SE]; -1: none). With that
+  // bit set in `traceFlagReg`, Unicorn translates one instruction per block and raises `traceIntno`
+  // after it, so a step's translation holds that instruction only: when patched bytes are
+  // rewritten, only the blocks of the instructions over them are translated again, not every block
+  // that runs into them. The bit is the machine's, never the guest's: the machine sets it for
+  // fast-mode steps (where the harness asks), clears it for runs and hides it from every register
+  // it reads; `raisesTraceIntno` tells a guest instruction that raises that interrupt itself (x86
+  // `int $1`, icebp), and after a step `hideTraceFlag` removes the bit from wherever the
+  // instruction copied the flags register (x86 pushf: the word pushed; powerpc mfmsr: its target
+  // register). Where Unicorn leaves the pc after the trace interrupt is measured once per process,
+  // by stepping `traceProbe` twice in a bare engine (sim/TraceCalibration.cpp): Unicorn 2.0.1
+  // leaves powerpc's one instruction further on.
   int traceFlagReg;
   std::uint64_t traceFlagBit;
   std::uint32_t traceIntno;
   bool (*raisesTraceIntno)(const std::uint8_t *bytes);
-  bool (*pushesFlags)(const std::uint8_t *bytes);
+  void (*hideTraceFlag)(const std::uint8_t *bytes, GuestContext &ctx, std::uint64_t bit);
+  // One instruction adding 1 to `resultReg` (x86 `inc %rax`, powerpc `addi r3,r3,1`).
+  std::vector<std::uint8_t> traceProbe;
   // A step the machine applies itself, without Unicorn (nullptr: none). Only the instructions a
   // patch site holds as it is patched (x86: the 5-byte nop, endbr64, nop, call and jmp rel32, jmp
   // rel8, int3), whose translation Unicorn would otherwise redo after every rewrite of the site.
