@@ -12,6 +12,8 @@
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 
+#include "StepWays.h"
+
 #include <gtest/gtest.h>
 #include <unicorn/unicorn.h>
 
@@ -51,10 +53,6 @@ const std::vector<std::uint32_t> kLoopCode = {0x7c0802a6, 0x38800032, 0x7c8903a6
 constexpr std::uint64_t kG = kText + 0x180;
 constexpr std::uint64_t kSe = 0x400, kEe = 0x8000;
 
-enum class Way { EveryInstruction, WatchedSteps, WatchedCountedSteps, Runs, RunsByBlocks };
-constexpr Way kWays[] = {Way::EveryInstruction, Way::WatchedSteps, Way::WatchedCountedSteps,
-                         Way::Runs, Way::RunsByBlocks};
-
 void putWords(Bytes &text, std::uint64_t at, const std::vector<std::uint32_t> &words) {
   for (std::uint32_t w : words) {
     for (int i = 0; i < 4; ++i)
@@ -67,11 +65,7 @@ void putWords(Bytes &text, std::uint64_t at, const std::vector<std::uint32_t> &w
 // `watched`: the line whose last word is a site (never fetched) in the watched ways; 0: entry's.
 std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry, unsigned quantum = 1000,
                                      std::uint64_t watched = 0) {
-  MachineConfig c;
-  c.cpus = 2; // two CPUs, so that the scheduler is asked
-  c.quantum = way == Way::EveryInstruction ? 1 : quantum;
-  c.traceFlagSteps = way == Way::WatchedSteps || way == Way::RunsByBlocks;
-  auto machine = std::make_unique<Machine>(arch::archByName("ppc32"), c);
+  auto machine = std::make_unique<Machine>(arch::archByName("ppc32"), configFor(way, quantum));
   Machine &m = *machine;
   Bytes text(0x1000, 0);
   putWords(text, kHcExit, {0x7fe00008, 0x4e800020}); // tw 31,0,0; blr
@@ -83,7 +77,7 @@ std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry, unsigned quan
   putWords(text, kG, {0x38a50001, 0x4e800020});
   m.mapText(kText, text);
   m.bindHypercall(GuestHypercall::Exit, kHcExit);
-  if (way == Way::WatchedSteps || way == Way::WatchedCountedSteps)
+  if (watches(way))
     m.watchSite((watched ? watched : entry) + 0x3c, 4, {{0, 0, 0, 0}});
   m.addTask({"task0", 0, entry, 10});
   m.addTask({"task1", 1, entry, 10});
@@ -110,21 +104,8 @@ TEST(Ppc32TraceFlag, StepsAndRunsShowTheGuestTheSameMsr) {
   for (Way way : kWays) {
     SCOPED_TRACE(static_cast<int>(way));
     auto machine = makeMachine(way, kMsr);
-    Machine &m = *machine;
-    RoundRobinScheduler rr;
-    unsigned decisions = 0;
-    FunctionScheduler sched([&](const Machine &mm, const DecisionPoint &p) -> std::uint32_t {
-      for (unsigned cpu : {0u, 1u})
-        for (int reg : {UC_PPC_REG_MSR, UC_PPC_REG_3, UC_PPC_REG_4})
-          EXPECT_EQ(mm.reg(cpu, reg) & kSe, 0u) << "at " << std::hex << mm.pc(cpu);
-      ++decisions;
-      return rr.decide(mm, p);
-    });
-    ASSERT_EQ(m.run(sched).status, RunResult::Status::Completed) << m.logText();
-    EXPECT_GT(decisions, 0u);
-    EXPECT_TRUE(m.findings().empty()) << m.logText();
-    EXPECT_EQ(m.task(1).result, m.task(0).result);
-    const std::uint64_t msr = m.task(0).result;
+    const std::uint64_t msr =
+        runHidingTheTraceFlag(*machine, {UC_PPC_REG_MSR, UC_PPC_REG_3, UC_PPC_REG_4}, kSe);
     EXPECT_EQ(msr & kSe, 0u) << std::hex << msr;
     EXPECT_EQ(msr & kEe, 0u) << std::hex << msr;
     results.push_back(msr);
@@ -137,20 +118,12 @@ TEST(Ppc32TraceFlag, StepsAndRunsShowTheGuestTheSameMsr) {
 // included: the pc after each is the next instruction's.
 TEST(Ppc32TraceFlag, AStepIsOneInstructionAfterAnMtmsr) {
   auto machine = makeMachine(Way::WatchedSteps, kMsr);
-  Machine &m = *machine;
-  RoundRobinScheduler rr;
-  ASSERT_EQ(m.run(rr).status, RunResult::Status::Completed) << m.logText();
-  std::vector<std::uint64_t> pcs;
-  const std::uint64_t end = kMsr + 4 * kMsrCode.size();
-  for (const EventRecord &e : m.events())
-    if (e.cpu == 0 && e.kind == EventKind::Step && e.pc >= kMsr && e.pc < end) {
-      pcs.push_back(e.pc - kMsr);
-      if (e.pc + 4 < end) {
-        EXPECT_EQ(e.pcAfter, e.pc + 4) << formatEvent(e);
-      }
-    }
-  EXPECT_EQ(pcs, (std::vector<std::uint64_t>{0, 4, 8, 12, 16, 20, 24, 28, 32}));
-  EXPECT_EQ(m.task(0).result & kSe, 0u);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> expected;
+  for (std::uint64_t at = 0; at + 4 < 4 * kMsrCode.size(); at += 4)
+    expected.emplace_back(at, kMsr + at + 4);
+  expected.emplace_back(4 * kMsrCode.size() - 4, kHcExit); // blr
+  EXPECT_EQ(stepsIn(*machine, kMsr, kMsr + 4 * kMsrCode.size()), expected);
+  EXPECT_EQ(machine->task(0).result & kSe, 0u);
 }
 
 // Runs by blocks end where runs by a hook before every instruction end (after their budget,
@@ -180,25 +153,22 @@ TEST(Ppc32TraceFlag, RunsAndStepsEndWhereTheCountWouldEndThem) {
 
 // A call, its return and the function's own return end where they go, and the results agree.
 TEST(Ppc32TraceFlag, BranchesEndWhereTheyGo) {
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> expected = {
+      {0x00, kCalls + 0x04}, {0x04, kF},
+      {0x14, kF + 4},        {0x18, kCalls + 0x08},
+      {0x08, kCalls + 0x0c}, {0x0c, kCalls + 0x10},
+      {0x10, kHcExit}};
   for (Way way : kWays) {
     SCOPED_TRACE(static_cast<int>(way));
-    auto machine = runRoundRobin(way, kCalls);
+    auto machine = makeMachine(way, kCalls);
     Machine &m = *machine;
+    const auto steps = stepsIn(m, kCalls, kCalls + 0x1c);
     EXPECT_TRUE(m.findings().empty()) << m.logText();
     EXPECT_EQ(m.task(0).result, 13u);
     EXPECT_EQ(m.task(1).result, 13u);
-    if (way != Way::WatchedSteps && way != Way::EveryInstruction)
-      continue;
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
-    for (const EventRecord &e : m.events())
-      if (e.cpu == 0 && e.kind == EventKind::Step && e.pc >= kCalls && e.pc < kCalls + 0x1c)
-        seen.emplace_back(e.pc - kCalls, e.pcAfter);
-    const std::vector<std::pair<std::uint64_t, std::uint64_t>> expected = {
-        {0x00, kCalls + 0x04}, {0x04, kF},
-        {0x14, kF + 4},        {0x18, kCalls + 0x08},
-        {0x08, kCalls + 0x0c}, {0x0c, kCalls + 0x10},
-        {0x10, kHcExit}};
-    EXPECT_EQ(seen, expected) << m.logText();
+    if (way == Way::WatchedSteps || way == Way::EveryInstruction) {
+      EXPECT_EQ(steps, expected) << m.logText();
+    }
   }
 }
 
@@ -216,24 +186,8 @@ TEST(Ppc32TraceFlag, TheGuestsOwnTrapIsStillAFinding) {
 // A branch into text that cannot be fetched completes; the fetch faults at its target, the next
 // step's when stepped.
 TEST(Ppc32TraceFlag, ABranchOutOfTextCompletesAndTheNextFetchFaults) {
-  for (Way way : kWays) {
-    auto machine = runRoundRobin(way, kOut);
-    Machine &m = *machine;
-    ASSERT_FALSE(m.findings().empty()) << static_cast<int>(way) << "\n" << m.logText();
-    const Finding &f = m.findings()[0];
-    EXPECT_EQ(f.kind, FindingKind::GuestFault);
-    EXPECT_EQ(f.cpu, 0u);
-    EXPECT_EQ(f.pc, kOutside) << std::hex << f.pc << "\n" << m.logText();
-    if (way == Way::Runs || way == Way::RunsByBlocks)
-      continue;
-    const auto events = m.events();
-    const auto branch = std::find_if(events.begin(), events.end(), [](const EventRecord &e) {
-      return e.cpu == 0 && e.kind == EventKind::Step && e.pc == kOut;
-    });
-    ASSERT_NE(branch, events.end()) << m.logText();
-    EXPECT_EQ(branch->pcAfter, kOutside) << formatEvent(*branch);
-    EXPECT_GT(f.event, branch->index) << m.logText();
-  }
+  for (Way way : kWays)
+    expectFetchFaultAfter(*runRoundRobin(way, kOut), way, kOut, kOutside);
 }
 
 } // namespace

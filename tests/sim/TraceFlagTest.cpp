@@ -11,6 +11,8 @@
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 
+#include "StepWays.h"
+
 #include <gtest/gtest.h>
 #include <unicorn/unicorn.h>
 
@@ -35,16 +37,8 @@ constexpr std::uint64_t kCallOut = kText + 0xc0;
 constexpr std::uint64_t kOutside = kText + 0x10000;
 constexpr std::uint64_t kTf = 0x100, kIf = 0x200;
 
-enum class Way { EveryInstruction, WatchedSteps, WatchedCountedSteps, Runs, RunsByBlocks };
-constexpr Way kWays[] = {Way::EveryInstruction, Way::WatchedSteps, Way::WatchedCountedSteps,
-                         Way::Runs, Way::RunsByBlocks};
-
 std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry) {
-  MachineConfig c;
-  c.cpus = 2; // two CPUs, so that the scheduler is asked
-  c.quantum = way == Way::EveryInstruction ? 1 : 1000;
-  c.traceFlagSteps = way == Way::WatchedSteps || way == Way::RunsByBlocks;
-  auto machine = std::make_unique<Machine>(arch::archByName("x86_64"), c);
+  auto machine = std::make_unique<Machine>(arch::archByName("x86_64"), configFor(way));
   Machine &m = *machine;
   Bytes text(0x1000, 0xcc);
   std::copy(kFlagsCode.begin(), kFlagsCode.end(), text.begin() + (kFlags - kText));
@@ -59,8 +53,7 @@ std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry) {
   text[kHcExit - kText + 1] = 0xc3;
   m.mapText(kText, text);
   m.bindHypercall(GuestHypercall::Exit, kHcExit);
-  if (way == Way::WatchedSteps || way == Way::WatchedCountedSteps) // a one-byte site in the
-                                                                   // code's line (never fetched)
+  if (watches(way)) // a one-byte site in the code's line (never fetched)
     m.watchSite(entry + 0x20, 1, {{0xcc}});
   m.addTask({"task0", 0, entry, 0});
   m.addTask({"task1", 1, entry, 0});
@@ -83,20 +76,8 @@ TEST(TraceFlag, StepsAndRunsShowTheGuestTheSameFlags) {
     SCOPED_TRACE(static_cast<int>(way));
     auto machine = makeMachine(way, kFlags);
     Machine &m = *machine;
-    RoundRobinScheduler rr;
-    unsigned decisions = 0;
-    FunctionScheduler sched([&](const Machine &mm, const DecisionPoint &p) -> std::uint32_t {
-      for (unsigned cpu : {0u, 1u})
-        EXPECT_EQ(mm.reg(cpu, UC_X86_REG_EFLAGS) & kTf, 0u) << "at " << std::hex << mm.pc(cpu);
-      ++decisions;
-      return rr.decide(mm, p);
-    });
-    ASSERT_EQ(m.run(sched).status, RunResult::Status::Completed) << m.logText();
-    EXPECT_GT(decisions, 0u);
-    EXPECT_TRUE(m.findings().empty()) << m.logText();
+    const std::uint64_t flags = runHidingTheTraceFlag(m, {UC_X86_REG_EFLAGS}, kTf);
     EXPECT_EQ(m.reg(0, UC_X86_REG_EFLAGS) & kTf, 0u);
-    EXPECT_EQ(m.task(1).result, m.task(0).result);
-    const std::uint64_t flags = m.task(0).result;
     EXPECT_EQ(flags & kTf, 0u) << std::hex << flags;
     EXPECT_EQ(flags & kIf, kIf) << std::hex << flags;
     results.push_back(flags);
@@ -109,20 +90,11 @@ TEST(TraceFlag, StepsAndRunsShowTheGuestTheSameFlags) {
 // are still one instruction each, at the addresses in order.
 TEST(TraceFlag, AStepIsOneInstructionAfterThePopOfTheFlags) {
   auto machine = makeMachine(Way::WatchedSteps, kFlags);
-  Machine &m = *machine;
-  RoundRobinScheduler rr;
-  ASSERT_EQ(m.run(rr).status, RunResult::Status::Completed) << m.logText();
-  std::vector<std::uint64_t> pcs;
-  for (const EventRecord &e : m.events())
-    if (e.cpu == 0 && e.kind == EventKind::Step && e.pc >= kFlags &&
-        e.pc < kFlags + kFlagsCode.size())
-      pcs.push_back(e.pc - kFlags);
-  EXPECT_EQ(pcs, (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6}));
-  for (const EventRecord &e : m.events()) {
-    if (e.kind == EventKind::Step && e.pc >= kFlags && e.pc < kFlags + kFlagsCode.size() - 1) {
-      EXPECT_EQ(e.pcAfter, e.pc + 1) << formatEvent(e);
-    }
-  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> expected;
+  for (std::uint64_t at = 0; at + 1 < kFlagsCode.size(); ++at)
+    expected.emplace_back(at, kFlags + at + 1);
+  expected.emplace_back(kFlagsCode.size() - 1, kHcExit); // ret
+  EXPECT_EQ(stepsIn(*machine, kFlags, kFlags + kFlagsCode.size()), expected);
 }
 
 // The guest's own debug trap is reported every way.
@@ -140,24 +112,8 @@ TEST(TraceFlag, TheGuestsOwnDebugTrapIsStillAFinding) {
 // A call into text that cannot be fetched completes; the fetch fault is at its target, and when
 // stepped it is the next step's, whether the step ends by the trace flag or by the count.
 TEST(TraceFlag, ACallOutOfTextCompletesAndTheNextFetchFaults) {
-  for (Way way : kWays) {
-    auto machine = runRoundRobin(way, kCallOut);
-    Machine &m = *machine;
-    ASSERT_FALSE(m.findings().empty()) << static_cast<int>(way) << "\n" << m.logText();
-    const Finding &f = m.findings()[0];
-    EXPECT_EQ(f.kind, FindingKind::GuestFault);
-    EXPECT_EQ(f.cpu, 0u);
-    EXPECT_EQ(f.pc, kOutside) << std::hex << f.pc << "\n" << m.logText();
-    if (way == Way::Runs || way == Way::RunsByBlocks)
-      continue;
-    const auto events = m.events();
-    const auto call = std::find_if(events.begin(), events.end(), [](const EventRecord &e) {
-      return e.cpu == 0 && e.kind == EventKind::Step && e.pc == kCallOut;
-    });
-    ASSERT_NE(call, events.end()) << m.logText();
-    EXPECT_EQ(call->pcAfter, kOutside) << formatEvent(*call);
-    EXPECT_GT(f.event, call->index) << m.logText();
-  }
+  for (Way way : kWays)
+    expectFetchFaultAfter(*runRoundRobin(way, kCallOut), way, kCallOut, kOutside);
 }
 
 } // namespace
