@@ -4,8 +4,9 @@
 // but without a thread, a lock or a system call per hand-over.
 //
 // The stack is allocated once (mmap, a guard page below it) and reused by every body the fiber
-// runs. The first entry goes through makecontext/setcontext (glibc ucontext); every later switch
-// is _setjmp/_longjmp, which, unlike swapcontext, does not save and restore the signal mask with a
+// runs, and by the next fiber made on the same thread once this one is destroyed (Fiber.cpp). The
+// first entry goes through makecontext/setcontext (glibc ucontext); every later switch is
+// _setjmp/_longjmp, which, unlike swapcontext, does not save and restore the signal mask with a
 // system call. Each side keeps its own C++ exception-handling state (the Itanium ABI's
 // __cxa_eh_globals: caught exceptions and the uncaught count), as two threads would, so a body
 // may suspend inside a catch handler. Under AddressSanitizer every switch is announced with

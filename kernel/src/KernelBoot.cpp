@@ -8,12 +8,38 @@
 #include "ftsim/model/ImageBoot.h"
 #include "ftsim/model/ProtocolPatcher.h"
 
+#include <memory>
+#include <vector>
+
 namespace ftsim::kernel {
 namespace {
 
 // Modules near kernel text: the per-ops trampoline area ends this far below the fixed trampolines.
 constexpr std::uint64_t kNearModuleGap = 0x100000;
 constexpr std::uint64_t kFtraceDataSize = 0x1000;
+
+// The generated trampolines of the last few requests on this thread. Their code is made once and
+// every method after that is const, so kernels booted with the same request share it: an
+// engine-level search boots a kernel per execution, and generating x86-64's trampolines again was
+// 3% of op-func-residual-race's search (perf record).
+std::shared_ptr<const arch::FtraceTrampolines> trampolinesFor(const arch::Arch &arch,
+                                                              const arch::TrampolineRequest &r) {
+  struct Made {
+    const arch::Arch *arch;
+    arch::TrampolineRequest request;
+    std::shared_ptr<const arch::FtraceTrampolines> trampolines;
+  };
+  constexpr std::size_t kKept = 4;
+  thread_local std::vector<Made> made;
+  for (const Made &m : made)
+    if (m.arch == &arch && m.request == r)
+      return m.trampolines;
+  std::shared_ptr<const arch::FtraceTrampolines> t = arch::makeFtraceTrampolines(arch, r);
+  if (made.size() == kKept)
+    made.erase(made.begin());
+  made.push_back({&arch, r, t});
+  return t;
+}
 
 } // namespace
 
@@ -60,7 +86,7 @@ void Kernel::mapTrampolines(std::uint64_t base) {
   // blocks would stop): the loads of function_trace_op are marked instead, below.
   machine_->mapData(ftraceData_, kFtraceDataSize);
   request.functionTraceOp = ftraceData_;
-  trampolines_ = arch::makeFtraceTrampolines(*image_.arch, request);
+  trampolines_ = trampolinesFor(*image_.arch, request);
   const arch::TrampolineCode &code = trampolines_->code();
   machine_->mapText(code.base, code.bytes);
   // ftrace_caller's and ftrace_regs_caller's loads of function_trace_op read what a publication

@@ -48,6 +48,8 @@ struct TrampolineRequest {
   // bctr); there is no ftrace_graph_call, ftrace_graph_caller or prepare_ftrace_return stub, and
   // the graph tracer is an ops whose callback rewrites graphReturnSlot().
   bool graphViaOps = false;
+
+  bool operator==(const TrampolineRequest &) const = default;
 };
 
 struct TrampolineCode {

@@ -274,7 +274,7 @@ private:
   std::vector<std::uint64_t> mcountLocs_;              // kernel's and modules' __mcount_loc
   arch::SiteFlavour flavour_ = arch::SiteFlavour::Fentry;
   std::unique_ptr<sim::Machine> machine_;
-  std::unique_ptr<arch::FtraceTrampolines> trampolines_;
+  std::shared_ptr<const arch::FtraceTrampolines> trampolines_; // shared by same-request boots
   std::unique_ptr<arch::PatchProtocol> protocol_;
   std::unique_ptr<arch::SiteHooks> siteHooks_;      // the target's per-record arch code
   std::unique_ptr<arch::RuleCheckedPort> rulePort_; // the ISA's live-patching rule, if watched
