@@ -75,20 +75,13 @@ std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry, unsigned quan
   putWords(text, kOut, {0x48000000u | static_cast<std::uint32_t>(kOutside - kOut)});
   putWords(text, kLoop, kLoopCode);
   putWords(text, kG, {0x38a50001, 0x4e800020});
-  m.mapText(kText, text);
-  m.bindHypercall(GuestHypercall::Exit, kHcExit);
-  if (watches(way))
-    m.watchSite((watched ? watched : entry) + 0x3c, 4, {{0, 0, 0, 0}});
-  m.addTask({"task0", 0, entry, 10});
-  m.addTask({"task1", 1, entry, 10});
+  loadTwoTasks(m, way, kText, text, kHcExit, entry, 10, (watched ? watched : entry) + 0x3c,
+               {0, 0, 0, 0});
   return machine;
 }
 
 std::unique_ptr<Machine> runRoundRobin(Way way, std::uint64_t entry) {
-  auto machine = makeMachine(way, entry);
-  RoundRobinScheduler rr;
-  machine->run(rr);
-  return machine;
+  return ranRoundRobin(makeMachine(way, entry));
 }
 
 TEST(Ppc32TraceFlag, TheMachineStepsByTheTraceFlagWhereAsked) {

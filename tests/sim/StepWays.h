@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,27 @@ inline MachineConfig configFor(Way way, unsigned quantum = 1000) {
 
 // Whether `way` watches the code's line (a site the code never fetches).
 inline bool watches(Way way) { return way == Way::WatchedSteps || way == Way::WatchedCountedSteps; }
+
+// Maps `text` at `base`, its exit stub at `exit`, and adds two tasks from `entry` with argument
+// `arg`; in the watched ways a site at `siteAt` holding `site` (bytes the code never fetches).
+inline void loadTwoTasks(Machine &m, Way way, std::uint64_t base,
+                         const std::vector<std::uint8_t> &text, std::uint64_t exit,
+                         std::uint64_t entry, std::uint64_t arg, std::uint64_t siteAt,
+                         const std::vector<std::uint8_t> &site) {
+  m.mapText(base, text);
+  m.bindHypercall(GuestHypercall::Exit, exit);
+  if (watches(way))
+    m.watchSite(siteAt, site.size(), {site});
+  m.addTask({"task0", 0, entry, arg});
+  m.addTask({"task1", 1, entry, arg});
+}
+
+// `m`, run round robin to its end.
+inline std::unique_ptr<Machine> ranRoundRobin(std::unique_ptr<Machine> m) {
+  RoundRobinScheduler rr;
+  m->run(rr);
+  return m;
+}
 
 // Runs `m` round robin to its end, checking at every decision that none of `regs` shows the trace
 // flag's `bit` on either CPU; both tasks run the same code, without a finding. Task 0's result.

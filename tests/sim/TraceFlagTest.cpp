@@ -51,21 +51,13 @@ std::unique_ptr<Machine> makeMachine(Way way, std::uint64_t entry) {
   std::copy(call.begin(), call.end(), text.begin() + (kCallOut - kText));
   text[kHcExit - kText] = 0xcc;
   text[kHcExit - kText + 1] = 0xc3;
-  m.mapText(kText, text);
-  m.bindHypercall(GuestHypercall::Exit, kHcExit);
-  if (watches(way)) // a one-byte site in the code's line (never fetched)
-    m.watchSite(entry + 0x20, 1, {{0xcc}});
-  m.addTask({"task0", 0, entry, 0});
-  m.addTask({"task1", 1, entry, 0});
+  loadTwoTasks(m, way, kText, text, kHcExit, entry, 0, entry + 0x20, {0xcc});
   return machine;
 }
 
 // The machine, run round robin to its end.
 std::unique_ptr<Machine> runRoundRobin(Way way, std::uint64_t entry) {
-  auto machine = makeMachine(way, entry);
-  RoundRobinScheduler rr;
-  machine->run(rr);
-  return machine;
+  return ranRoundRobin(makeMachine(way, entry));
 }
 
 // The guest pushes the same flags every way, without the trace flag, and the machine's reads
