@@ -151,9 +151,9 @@ void ftraceRegsEntry(Emitter &e, bool allRegs) {
   e.stw(7, slot(NIP), 1);                  // pt_regs->nip
   e.stw(7, kSwitchFrameSize + kLrSave, 1); // and B's frame header, for the unwinder
   e.stw(0, slot(LINK), 1);                 // the parent as pt_regs->link
-  if (e.functionTraceOp) {
+  if (e.functionTraceOp)
     e.loadWord(5, e.functionTraceOp, true); // op = function_trace_op
-  } else
+  else
     e.li(5, 0);
   e.addi(3, 7, -kMcountInsnSize); // ip = nip - 4
   e.mr(4, 0);                     // parent_ip
