@@ -50,6 +50,7 @@ EhGlobals &ehGlobals() { return *reinterpret_cast<EhGlobals *>(__cxxabiv1::__cxa
 // The fiber being entered for the first time (makecontext passes only ints to its function).
 thread_local Fiber *entering = nullptr;
 
+#ifndef FTSIM_FIBER_ASAN
 // Stacks of fibers that ended, kept for the next fiber on the same thread: an engine-level search
 // makes a machine, and so a fiber, per execution, and mapping a stack, faulting its first pages
 // in and unmapping it again was 4% of such a search (perf record of op-func-residual-race: mmap,
@@ -64,6 +65,7 @@ struct KeptStacks {
   }
 };
 thread_local KeptStacks keptStacks;
+#endif
 
 // A switch to the other side's _setjmp. Under AddressSanitizer _longjmp is intercepted, and the
 // interceptor calls __asan_handle_no_return, which makes a sigaltstack system call and clears the
