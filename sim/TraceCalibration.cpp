@@ -11,7 +11,8 @@
 // (Unicorn keeps a step's one-instruction block and a run's whole block apart only if the flag is
 // part of what it looks translations up by). Any other answer (no interrupt, two instructions run
 // by a step or one by a run, distances that differ, an error) turns trace-flag steps off for that
-// architecture: the machine then steps by Unicorn's count, as before, slower but exact.
+// architecture: the machine then ends each step with its hook before every instruction, as before,
+// slower but exact.
 
 #include "GuestAbi.h"
 

@@ -158,7 +158,7 @@ public:
   std::uint64_t engineRenewals() const;      // times restore() renewed the engines (config)
   bool enginesAdopted() const; // its engines are a destroyed machine's (machinesPerEngine)
   // Fast-mode steps end by the ISA's trace flag (MachineConfig::traceFlagSteps, where Unicorn's
-  // single-stepping passed the machine's calibration), not by Unicorn's count.
+  // single-stepping passed the machine's calibration), not by a hook before every instruction.
   bool stepsByTraceFlag() const;
   // Regions (sim/README.md): whether `cpu` takes interrupts now (its task's EFLAGS.IF / MSR[EE];
   // a CPU without a task does), its task's preempt count, and whether a timer interrupt may
