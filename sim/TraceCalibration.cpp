@@ -61,8 +61,7 @@ Start start(uc_engine *uc, const GuestAbi &abi, Probe &probe, std::uint64_t pc, 
       (!keep && uc_reg_write(uc, abi.resultReg, &zero) != UC_ERR_OK))
     return s;
   const uc_err err = uc_emu_start(uc, pc, abi.unreachable, 0, 0);
-  s.ok = (traced ? err == UC_ERR_OK : true) &&
-         uc_reg_read(uc, abi.resultReg, &s.result) == UC_ERR_OK &&
+  s.ok = (!traced || err == UC_ERR_OK) && uc_reg_read(uc, abi.resultReg, &s.result) == UC_ERR_OK &&
          uc_reg_read(uc, abi.pcReg, &s.pc) == UC_ERR_OK;
   s.result &= 0xffffffffu;
   s.intno = probe.intno;
