@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -91,6 +92,12 @@ std::string linuxObjectsScript() {
 }
 
 LinuxGuest buildLinuxGuest(const LinuxTreeRequest &request) {
+  // An ftsim copied out of its build or install tree has no script beside it: say so, rather than
+  // pass on the shell's "not found".
+  if (::access(linuxObjectsScript().c_str(), X_OK) != 0)
+    fatal("Linux's build script {} is missing or not executable (reinstall ftsim: a copied ftsim "
+          "cannot build a kernel tree's objects)",
+          linuxObjectsScript());
   std::string command = shellQuote(linuxObjectsScript());
   if (!request.version.empty())
     command += " --kernel " + shellQuote(request.version);

@@ -207,3 +207,33 @@ TEST(CliEdges, McountListsPatchableEntriesAndSaysWhenThereAreNoSites) {
   EXPECT_EQ(none.status, 0) << none.out;
   EXPECT_NE(none.out.find("no profiling call sites"), std::string::npos) << none.out;
 }
+
+// An ftsim copied out of its build tree answered a scenario on a kernel tree's own code with the
+// shell's "sh: 1: .../linux-objects: not found": the script that builds the tree's objects lives
+// beside an installed ftsim, not inside the executable. The copy now says what is missing.
+TEST(CliEdges, ACopiedFtsimSaysItCannotBuildAKernelTreesObjects) {
+  const auto dir = freshDir("copied");
+  std::filesystem::create_directories(dir / "bin");
+  std::filesystem::copy_file(FTSIM_EXE, dir / "bin/ftsim");
+  std::ofstream(dir / "linux.toml") << "name = \"copied\"\narch = \"x86_64\"\n"
+                                       "protocol = \"int3\"\ncpus = 2\n"
+                                       "[code]\nkind = \"linux\"\nkernel = \"6.12\"\n"
+                                       "[[sites]]\ntransition = \"nop-to-call\"\n";
+  const std::string cmd = "FTSIM_GUEST_DIR='" + std::string(FTSIM_GUEST_DIR) + "' timeout 60 '" +
+                          (dir / "bin/ftsim").string() + "' check --scenario '" +
+                          (dir / "linux.toml").string() + "' 2>&1";
+  CommandRun r;
+  FILE *pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe))
+    r.out.append(buf, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(countLines(r.out), 1u) << r.out;
+  EXPECT_NE(r.out.find("kbuild/linux-objects is missing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reinstall ftsim"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sh: "), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
