@@ -6,6 +6,7 @@
 // file alone, and its trail shows the free and the task on the freed code.
 
 #include "FatalMessage.h"
+#include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/harness/TrampolineHarness.h"
 #include "ftsim/verify/replay/Replay.h"
@@ -122,6 +123,42 @@ INSTANTIATE_TEST_SUITE_P(Corpus, TrampolineFile, ::testing::ValuesIn(trampolineF
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// The patcher's sleep waits for a task's event (a call, a read of ftrace_ops_list). When the tasks
+// have all exited before it sleeps, none can come: the sleep ends at once instead of publishing
+// alone until its bound of 100,000 publications, which made up most of the events of
+// ops-uaf-no-sync's executions.
+TEST(TrampolineFiles, TheSleepEndsWhenNoTaskIsLeftToWakeIt) {
+  for (const char *name : {"ops-uaf-no-sync-fixed", "ppc32-tramp-free-rcu-tasks"}) {
+    const Scenario s =
+        loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml");
+    auto harness = makeHarness(s, env());
+    // The tasks first: any CPU's event before the patcher's.
+    sim::FunctionScheduler tasksFirst([](const sim::Machine &, const sim::DecisionPoint &p) {
+      for (std::uint32_t i = 0; i < p.options; ++i)
+        if (p.events[i].kind != sim::EventKind::Store &&
+            p.events[i].kind != sim::EventKind::Publish)
+          return i;
+      return std::uint32_t{0};
+    });
+    const sim::RunResult run = harness->runExecution(tasksFirst);
+    EXPECT_EQ(run.status, sim::RunResult::Status::Completed) << name;
+    const sim::Machine &m = harness->machine();
+    std::uint64_t lastExit = 0, sleeps = 0;
+    for (const sim::EventRecord &e : m.events()) {
+      if (e.outcome == sim::StepOutcome::Exit)
+        lastExit = e.index;
+      if (e.kind == sim::EventKind::Publish && m.publishName(e.detail) == "sleep" &&
+          e.index > lastExit)
+        ++sleeps;
+    }
+    EXPECT_GT(lastExit, 0u) << name;
+    EXPECT_EQ(sleeps, 0u) << name;
+    EXPECT_LT(m.eventCount(), 20000u) << name;
+    for (std::size_t t = 0; t < m.taskCount(); ++t)
+      EXPECT_EQ(m.task(static_cast<int>(t)).state, sim::TaskState::Exited) << name;
+  }
+}
 
 // Both ISAs and both variants have files, each with its fixed counterpart.
 TEST(TrampolineFiles, EveryIsaHasEveryVariantBuggyAndFixed) {

@@ -144,7 +144,7 @@ void TrampolineHarness::setUp(bool withPatcher) {
 }
 
 // Sleep (one no-op publication at a time, the tasks running meanwhile) until an event the
-// predicate accepts has run.
+// predicate accepts has run, or no task is left to run one.
 void TrampolineHarness::sleepUntil(
     Kernel &k, const std::function<bool(const sim::EventRecord &)> &seen) const {
   std::uint64_t scanned = k.now();
@@ -156,11 +156,21 @@ void TrampolineHarness::sleepUntil(
       any = any || seen(events[scanned]);
     return any;
   };
-  if (found())
+  // The events it waits for are the tasks' (a call, a read of the list): once every task has
+  // exited or faulted none can come, and the patcher went on publishing alone until the bound
+  // (most of the events of ops-uaf-no-sync's executions were such publications).
+  const sim::Machine &m = k.machine();
+  auto taskLeft = [&m] {
+    for (std::size_t t = 0; t < m.taskCount(); ++t)
+      if (m.task(static_cast<int>(t)).state == sim::TaskState::Runnable)
+        return true;
+    return false;
+  };
+  if (found() || !taskLeft())
     return;
   // At most 100,000 publications; the machine asks after each, without resuming the patcher.
   k.machine().publishWhile(
-      "sleep", [] {}, [&] { return !found(); }, 100000);
+      "sleep", [] {}, [&] { return !found() && taskLeft(); }, 100000);
 }
 
 // The patcher sleeping in sleepUntil() wakes when an event its predicate accepts ran since it last
@@ -230,9 +240,12 @@ std::string TrampolineHarness::describeSetup() const {
           ? "cpu1's idle task only (no traced call of its own, idles 16 times; RCU-tasks does not "
             "wait for it), the traced function called by the timer interrupt's handler"
           : "2 tasks on cpu1 x 16 calls",
-      sleepsUntilCall() ? "; after the grace period the patcher sleeps until the next call" : "",
+      sleepsUntilCall()
+          ? "; after the grace period the patcher sleeps until the next call (or no task is left)"
+          : "",
       scenario_.trampoline.variant == TrampolineVariant::OpsUafNoSync
-          ? "; after the grace period the patcher sleeps until a task has read ftrace_ops_list"
+          ? "; after the grace period the patcher sleeps until a task has read ftrace_ops_list (or "
+            "no task is left)"
           : "",
       runsTimerHandler()
           ? fmt::format("; a timer interrupt runs {} (one call with interrupts off, then one in "

@@ -7,9 +7,10 @@
 // schedules voluntarily after every 4th call); the patcher on CPU 0 registers a DYNAMIC ops on
 // that function — which gets a trampoline of its own, so the site calls it directly — waits one
 // RCU-tasks grace period while the tasks call through it (optionally sleeps until a task calls the
-// function again: sleep_until_call), then unregisters it and frees it as the scenario's `free`
-// policy says. Freed trampoline memory is poisoned and watched: a task that fetches from it
-// (resuming there after a preemption) is the machine's trampoline-lifetime finding.
+// function again, or no task is left to call it: sleep_until_call), then unregisters it and frees
+// it as the scenario's `free` policy says. Freed trampoline memory is poisoned and watched: a task
+// that fetches from it (resuming there after a preemption) is the machine's trampoline-lifetime
+// finding.
 //
 // ops-uaf-no-sync: per-ops trampolines off (an arch without them, like arm64 in 2022), two
 // identical DYNAMIC ops on posix_cpu_timer_set: the site calls ftrace_regs_caller/ftrace_caller
@@ -28,8 +29,9 @@
 // irq-tramp-free: CPU 1 runs only its idle task, whose loop (workload_idle) runs no traced code;
 // the traced function is called only by the timer interrupt's handler (ftsim_timer_interrupt, on
 // top of the idle task: once in hardirq context, once in its softirq part with interrupts on).
-// The patcher sleeps until the handler calls it, then unregisters and frees the trampoline.
-// synchronize_rcu_tasks() alone frees it under the softirq; the rude flavour first waits for it.
+// The patcher sleeps until the handler calls it (or cpu1's idle loop has ended), then unregisters
+// and frees the trampoline. synchronize_rcu_tasks() alone frees it under the softirq; the rude
+// flavour first waits for it.
 //
 // Explored by default with the rr-bounded explorer (Explore.h): every schedule that deviates from
 // round robin at most `bounds.preemptions` times — by a timer preemption when the scenario has
