@@ -5,7 +5,6 @@
 #include "ftsim/kernel/Kernel.h"
 
 #include <algorithm>
-#include <set>
 
 namespace ftsim::kernel {
 
@@ -57,11 +56,13 @@ void Kernel::watchPatchSites() {
 }
 
 std::vector<SiteExecution> Kernel::siteExecutions() const {
-  std::set<std::uint64_t> ips;
-  core_->records().forEach([&](const model::DynFtrace &rec) { ips.insert(rec.ip); });
+  // A sorted vector: looked up at every step of the log.
+  std::vector<std::uint64_t> ips;
+  core_->records().forEach([&](const model::DynFtrace &rec) { ips.push_back(rec.ip); });
+  std::sort(ips.begin(), ips.end());
   std::vector<SiteExecution> out;
   for (const sim::EventRecord &e : machine_->events())
-    if (e.kind == sim::EventKind::Step && ips.count(e.pc))
+    if (e.kind == sim::EventKind::Step && std::binary_search(ips.begin(), ips.end(), e.pc))
       out.push_back({e.index, e.cpu, e.task, e.pc});
   return out;
 }

@@ -220,16 +220,28 @@ public:
     };
     const std::vector<SiteExecution> sites = k.siteExecutions();
     std::map<int, std::vector<const SiteExecution *>> byTask;
-    for (const SiteExecution &se : sites)
+    // The events of each task's site executions and of each ops' calls, per (task, ip), in event
+    // order (the log's, the calls'): looked up by binary search, where scanning a task's whole
+    // list for every call made the oracle quadratic in the length of an execution.
+    using Key = std::pair<int, std::uint64_t>;
+    std::map<Key, std::vector<std::uint64_t>> siteEvents;
+    for (const SiteExecution &se : sites) {
       byTask[se.task].push_back(&se);
+      siteEvents[{se.task, se.ip}].push_back(se.event);
+    }
+    std::vector<std::map<Key, std::vector<std::uint64_t>>> callEvents(slots.size());
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      for (const KernelHarness::OpsCall &c : slots[i].calls)
+        callEvents[i][{c.task, c.ip}].push_back(c.event);
     for (std::size_t i = 0; i < slots.size(); ++i) {
       for (const KernelHarness::OpsCall &c : slots[i].calls) {
         // The site execution this callback belongs to: the task's last one at or before it.
-        const SiteExecution *from = nullptr;
-        for (const SiteExecution *se : byTask[c.task])
-          if (se->event <= c.event && se->ip == c.ip)
-            from = se;
-        const std::uint64_t start = from ? from->event : c.event;
+        std::uint64_t start = c.event;
+        if (auto it = siteEvents.find({c.task, c.ip}); it != siteEvents.end()) {
+          const auto after = std::upper_bound(it->second.begin(), it->second.end(), c.event);
+          if (after != it->second.begin())
+            start = *std::prev(after);
+        }
         const std::size_t lo = statesAt(start).first, hi = statesAt(c.event).second;
         bool allowed = false;
         for (std::size_t st = lo; st <= hi && st < states.size(); ++st)
@@ -256,8 +268,10 @@ public:
           if (!st[i].live || !st[i].ips.count(se.ip))
             continue;
           std::size_t n = 0;
-          for (const KernelHarness::OpsCall &c : slots[i].calls)
-            n += c.task == task && c.ip == se.ip && c.event >= se.event && c.event < end;
+          if (auto it = callEvents[i].find({task, se.ip}); it != callEvents[i].end())
+            n = static_cast<std::size_t>(
+                std::lower_bound(it->second.begin(), it->second.end(), end) -
+                std::lower_bound(it->second.begin(), it->second.end(), se.event));
           if (n != 1)
             violation(
                 se.event, se.cpu, task, se.ip,
