@@ -21,7 +21,7 @@
 
 #include "MachineImpl.h"
 
-#include "ftsim/sim/UnicornEngine.h"
+#include "ftsim/arch/UnicornEngine.h"
 
 #include <algorithm>
 #include <cstring>

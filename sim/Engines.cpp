@@ -16,7 +16,7 @@
 #include "MachineImpl.h"
 
 #include "ftsim/arch/Error.h"
-#include "ftsim/sim/UnicornEngine.h"
+#include "ftsim/arch/UnicornEngine.h"
 
 #include <algorithm>
 
@@ -180,8 +180,8 @@ void Machine::Impl::addEngineHooks(CpuRuntime &cpu) {
 // before watched text in fast mode (onCode), the watched data ranges. Registers are the caller's to
 // load.
 void Machine::Impl::openEngine(CpuRuntime &cpu) {
-  check(openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
-                    static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
+  check(arch::openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
+                          static_cast<uc_mode>(arch.unicornMode()), &cpu.uc),
         "uc_open");
   // Exits on, none set: uc_emu_start's `until` is ignored, so Unicorn never invalidates and
   // re-translates the block holding it (every step passes the unreachable address as `until`);

@@ -6,7 +6,7 @@
 #include "MachineImpl.h"
 
 #include "ftsim/arch/Error.h"
-#include "ftsim/sim/UnicornEngine.h"
+#include "ftsim/arch/UnicornEngine.h"
 
 #include <fmt/format.h>
 

@@ -16,7 +16,7 @@
 
 #include "GuestAbi.h"
 
-#include "ftsim/sim/UnicornEngine.h"
+#include "ftsim/arch/UnicornEngine.h"
 
 #include <cstring>
 #include <map>
@@ -73,8 +73,8 @@ std::optional<std::uint64_t> measure(const arch::Arch &arch, const GuestAbi &abi
   if (abi.traceFlagReg < 0 || insn.empty() || 2 * insn.size() + abi.poison.size() >= kProbePage)
     return std::nullopt;
   uc_engine *uc = nullptr;
-  if (openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
-                  static_cast<uc_mode>(arch.unicornMode()), &uc) != UC_ERR_OK)
+  if (arch::openUnicorn(static_cast<uc_arch>(arch.unicornArch()),
+                        static_cast<uc_mode>(arch.unicornMode()), &uc) != UC_ERR_OK)
     return std::nullopt;
   struct Closer {
     uc_engine *uc;

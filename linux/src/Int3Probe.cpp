@@ -3,6 +3,7 @@
 #include "ftsim/linux/Int3Probe.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/UnicornEngine.h"
 #include "ftsim/linux/Int3Entry.h"
 
 #include <fmt/format.h>
@@ -28,7 +29,7 @@ struct Int3Probe::Impl {
 
 Int3Probe::Int3Probe(const LinuxGuest &guest, std::span<const HostRegion> regions, HostRegion stack)
     : guest_(guest), impl_(new Impl) {
-  if (uc_open(UC_ARCH_X86, UC_MODE_64, &impl_->uc) != UC_ERR_OK)
+  if (arch::openUnicorn(UC_ARCH_X86, UC_MODE_64, &impl_->uc) != UC_ERR_OK)
     FTSIM_PANIC("uc_open failed");
   for (const HostRegion &r : regions) {
     const std::uint32_t perms =

@@ -3,6 +3,7 @@
 #include "ftsim/linux/PokeCpu.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/UnicornEngine.h"
 
 #include <fmt/format.h>
 #include <unicorn/unicorn.h>
@@ -137,8 +138,8 @@ PokeCpu::PokeCpu(const LinuxGuest &guest, std::span<const HostRegion> regions, H
     }
     map(stack.base, stack.size, stack.host, UC_PROT_READ | UC_PROT_WRITE);
   };
-  if (uc_open(UC_ARCH_X86, UC_MODE_64, &impl_->uc) != UC_ERR_OK ||
-      uc_open(UC_ARCH_X86, UC_MODE_64, &impl_->open) != UC_ERR_OK ||
+  if (arch::openUnicorn(UC_ARCH_X86, UC_MODE_64, &impl_->uc) != UC_ERR_OK ||
+      arch::openUnicorn(UC_ARCH_X86, UC_MODE_64, &impl_->open) != UC_ERR_OK ||
       uc_context_alloc(impl_->uc, &impl_->carried) != UC_ERR_OK)
     FTSIM_PANIC("uc_open failed");
   uc_engine *uc = impl_->uc;

@@ -5,6 +5,7 @@
 
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/GuestAbi.h"
+#include "ftsim/arch/UnicornEngine.h"
 
 #include <gtest/gtest.h>
 #include <unicorn/unicorn.h>
@@ -29,7 +30,7 @@ struct Engine {
   std::intptr_t intno = -1;
   uc_hook hook = 0;
   explicit Engine(const std::vector<std::uint8_t> &insn) {
-    EXPECT_EQ(uc_open(UC_ARCH_X86, UC_MODE_64, &uc), UC_ERR_OK);
+    EXPECT_EQ(arch::openUnicorn(UC_ARCH_X86, UC_MODE_64, &uc), UC_ERR_OK);
     EXPECT_EQ(uc_mem_map(uc, kText, 0x1000, UC_PROT_READ | UC_PROT_EXEC), UC_ERR_OK);
     EXPECT_EQ(uc_mem_map(uc, kStack, 0x1000, UC_PROT_READ | UC_PROT_WRITE), UC_ERR_OK);
     EXPECT_EQ(uc_mem_write(uc, kPc, insn.data(), insn.size()), UC_ERR_OK);

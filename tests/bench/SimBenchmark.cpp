@@ -19,10 +19,10 @@
 // per iteration) at the x86-64 kernel text address, returning into the exit hypercall; the
 // `_long_blocks` rows and BM_SimFastModeByBlocksLongBlocks run a loop of 10-instruction blocks.
 
+#include "ftsim/arch/UnicornEngine.h"
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/Machine.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
-#include "ftsim/sim/UnicornEngine.h"
 
 #include <benchmark/benchmark.h>
 #include <unicorn/unicorn.h>
@@ -132,7 +132,7 @@ class RawEngine {
 public:
   explicit RawEngine(Stepping stepping = Stepping::Default) {
     const std::vector<std::uint8_t> text = guestText();
-    sim::openUnicorn(UC_ARCH_X86, UC_MODE_64, &uc);
+    arch::openUnicorn(UC_ARCH_X86, UC_MODE_64, &uc);
     if (stepping == Stepping::Lean)
       uc_ctl_exits_enable(uc);
     mem_ = static_cast<std::uint8_t *>(std::aligned_alloc(4096, text.size()));

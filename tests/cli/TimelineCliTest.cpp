@@ -89,8 +89,13 @@ TEST(CliTimeline, ListToSingleRaceSliceIsShortAndExplainsTheBug) {
   // CPU's fetch of the call there; ftrace_call's direct call of a's callback; the later switch of
   // ftrace_call; and elided runs as single lines.
   EXPECT_TRUE(has(text, "callback a for decay_load  <- trace-completeness")) << text;
-  EXPECT_TRUE(has(text, "patcher store decay_load+0x0/0x29 [cc]")) << text;
-  EXPECT_TRUE(has(text, "patcher store decay_load+0x0/0x29 [e8]")) << text;
+  // (decay_load's size is the compiler's: 0x29 bytes with GCC 12, 0x31 with GCC 14.)
+  EXPECT_TRUE(
+      std::regex_search(text, std::regex(R"(patcher store decay_load\+0x0/0x[0-9a-f]+ \[cc\])")))
+      << text;
+  EXPECT_TRUE(
+      std::regex_search(text, std::regex(R"(patcher store decay_load\+0x0/0x[0-9a-f]+ \[e8\])")))
+      << text;
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(cpu\d task\d step decay_load\S* fetch)")))
       << text;
   EXPECT_TRUE(has(text, "fetch ftrace_caller+0x76/")) << text;

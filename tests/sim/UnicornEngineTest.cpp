@@ -1,8 +1,8 @@
 // The engines the machine opens run guest code at kernel addresses, whatever Unicorn version ftsim
 // is built with: on Unicorn 2.1 an engine opened without the virtual TLB truncates x86-64 kernel
-// addresses and faults on the first instruction (see ftsim/sim/UnicornEngine.h).
+// addresses and faults on the first instruction (see ftsim/arch/UnicornEngine.h).
 
-#include "ftsim/sim/UnicornEngine.h"
+#include "ftsim/arch/UnicornEngine.h"
 
 #include <gtest/gtest.h>
 
@@ -33,7 +33,7 @@ uc_err runAt(uc_engine *uc, std::uint64_t page, std::uint64_t offset,
 
 TEST(UnicornEngine, X86_64RunsAtTheKernelTextAddress) {
   Engine e;
-  ASSERT_EQ(openUnicorn(UC_ARCH_X86, UC_MODE_64, &e.uc), UC_ERR_OK);
+  ASSERT_EQ(arch::openUnicorn(UC_ARCH_X86, UC_MODE_64, &e.uc), UC_ERR_OK);
   // mov $42,%rax; mov %rax,0x100(%rip): an instruction fetch and a store at kernel addresses.
   const std::vector<std::uint8_t> code = {0x48, 0xc7, 0xc0, 0x2a, 0x00, 0x00, 0x00,
                                           0x48, 0x89, 0x05, 0x00, 0x01, 0x00, 0x00};
@@ -51,9 +51,9 @@ TEST(UnicornEngine, X86_64RunsAtTheKernelTextAddress) {
 
 TEST(UnicornEngine, Ppc32RunsAtTheKernelTextAddress) {
   Engine e;
-  ASSERT_EQ(
-      openUnicorn(UC_ARCH_PPC, static_cast<uc_mode>(UC_MODE_PPC32 | UC_MODE_BIG_ENDIAN), &e.uc),
-      UC_ERR_OK);
+  ASSERT_EQ(arch::openUnicorn(UC_ARCH_PPC, static_cast<uc_mode>(UC_MODE_PPC32 | UC_MODE_BIG_ENDIAN),
+                              &e.uc),
+            UC_ERR_OK);
   // li r3,42; lis r5,0xc000; stw r3,0x200(r5): fetches and a store at kernel addresses.
   const std::vector<std::uint8_t> code = {0x38, 0x60, 0x00, 0x2a, 0x3c, 0xa0,
                                           0xc0, 0x00, 0x90, 0x65, 0x02, 0x00};

@@ -173,12 +173,13 @@ TEST(EngineScenario, ListToSingleRaceIsOneDeviationFromTheContinuation) {
   o.explorer = "deviation-bounded";
   o.preemptionBound = 1;
   // On the file's 3.13 profile (the int3 handler that skips the site) the race is 531 executions
-  // into the bound-1 search, earliest deviations first.
-  o.maxExecutions = 1000;
+  // into the bound-1 search, earliest deviations first, with the guest built by Debian 12's GCC 12,
+  // and 1,043 with Debian 13's GCC 14 (its code differs, and with it where the switch falls).
+  o.maxExecutions = 2000;
   const ExploreResult r = explore(harness, o);
   ASSERT_TRUE(r.counterexample);
   EXPECT_EQ(r.counterexample->violation.oracle, "trace-completeness");
-  EXPECT_LE(r.stats.executions, 600u);
+  EXPECT_LE(r.stats.executions, 1200u);
   EXPECT_GT(r.stats.decisions / r.stats.executions, 1000u);
 }
 

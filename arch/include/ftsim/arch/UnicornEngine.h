@@ -1,6 +1,8 @@
 #pragma once
-// Opening a Unicorn engine the way the machine needs it, on every Unicorn version ftsim builds
-// with (2.0.1 in Debian 12, 2.1 in Debian 13).
+// Opening a Unicorn engine the way ftsim needs it, on every Unicorn version ftsim builds with
+// (2.0.1 in Debian 12, 2.1 in Debian 13). Every engine ftsim opens is opened here: the machine's
+// CPUs, the trace-flag calibration's, the CPU that runs a kernel tree's own text_poke code
+// (linux/), and the tests' bare engines.
 //
 // The machine has no MMU: a guest address is the address its memory is mapped at, kernel text at
 // 0xffffffff81000000 included. Unicorn 2.0 runs guest code that way. Unicorn 2.1 translates every
@@ -8,11 +10,11 @@
 // off, cuts an address down to the physical address width: 0xffffffff81000040 becomes
 // 0xfffff81000040, which nothing maps, so every x86-64 run would fault at its first instruction.
 // Its virtual TLB (UC_TLB_VIRTUAL, 2.1 and later) with no UC_HOOK_TLB_FILL hook maps each virtual
-// address to itself: the 2.0 behaviour, which the machine selects for every architecture.
+// address to itself: the 2.0 behaviour, selected here for every architecture.
 
 #include <unicorn/unicorn.h>
 
-namespace ftsim::sim {
+namespace ftsim::arch {
 
 #if UC_API_MAJOR > 2 || (UC_API_MAJOR == 2 && UC_API_MINOR >= 1)
 #define FTSIM_UNICORN_VIRTUAL_TLB 1
@@ -35,4 +37,4 @@ inline uc_err openUnicorn(uc_arch arch, uc_mode mode, uc_engine **uc) {
   return err;
 }
 
-} // namespace ftsim::sim
+} // namespace ftsim::arch
