@@ -5,6 +5,7 @@
 #include "ftsim/kernel/Kernel.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace ftsim::kernel {
 
@@ -56,13 +57,12 @@ void Kernel::watchPatchSites() {
 }
 
 std::vector<SiteExecution> Kernel::siteExecutions() const {
-  // A sorted vector: looked up at every step of the log.
-  std::vector<std::uint64_t> ips;
-  core_->records().forEach([&](const model::DynFtrace &rec) { ips.push_back(rec.ip); });
-  std::sort(ips.begin(), ips.end());
+  // Hashed: looked up at every step of the log.
+  std::unordered_set<std::uint64_t> ips;
+  core_->records().forEach([&](const model::DynFtrace &rec) { ips.insert(rec.ip); });
   std::vector<SiteExecution> out;
   for (const sim::EventRecord &e : machine_->events())
-    if (e.kind == sim::EventKind::Step && std::binary_search(ips.begin(), ips.end(), e.pc))
+    if (e.kind == sim::EventKind::Step && ips.count(e.pc))
       out.push_back({e.index, e.cpu, e.task, e.pc});
   return out;
 }
