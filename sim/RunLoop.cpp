@@ -3,7 +3,6 @@
 #include "MachineImpl.h"
 
 #include "ftsim/arch/Error.h"
-#include "ftsim/arch/UnicornEngine.h"
 
 #include <fmt/format.h>
 
@@ -201,7 +200,6 @@ bool Machine::Impl::execute(unsigned cpu, EventRecord &rec, std::uint64_t count,
   if (err != UC_ERR_OK || rt.intno >= 0 || after == pc)
     irqFlagMayChange = true;
   if (err != UC_ERR_OK) {
-    arch::forgetProtectionFault(rt.uc, err); // the next write to this text faults too (2.1)
     // A failed fetch faults at the address fetched (a jump or return into unmapped text), any
     // other fault at the instruction.
     const bool fetch = err == UC_ERR_FETCH_UNMAPPED || err == UC_ERR_FETCH_PROT;

@@ -80,7 +80,6 @@ Int3ProbeResult Int3Probe::probe(std::uint64_t site) {
   m.intno = -1;
   const uc_err err =
       uc_emu_start(uc, guest_.symbol("poke_int3_handler"), returnStub, 0, kMaxInstructions);
-  arch::forgetProtectionFault(uc, err);
   std::uint64_t pc = 0, rax = 0;
   uc_reg_read(uc, UC_X86_REG_RIP, &pc);
   uc_reg_read(uc, UC_X86_REG_RAX, &rax);

@@ -260,7 +260,7 @@ PokeOutcome PokeCpu::runBatch(std::span<const PokeRequest> requests, const PokeH
     m.faulted = false;
     m.intno = -1;
     uc_err err = uc_emu_start(uc, pc, 0, 0, 1);
-    arch::forgetProtectionFault(uc, err); // the next access to a shared page faults too (2.1)
+    arch::forgetProtectionFault(uc, err); // the next read of a shared page faults too (2.1)
     if ((err == UC_ERR_READ_PROT || err == UC_ERR_WRITE_PROT) && m.faulted &&
         m.faultAddr >= sharedStart_ && m.faultAddr < sharedEnd_) {
       const std::uint64_t a = m.faultAddr;

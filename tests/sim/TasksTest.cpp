@@ -1,6 +1,5 @@
 // Tasks and waiting: RCU-tasks grace periods (a preempted task holds them), trampoline lifetime
-// (fetching freed text is a finding), fast mode (same results, site fetches still seen), and a
-// guest fault that every execution reports again.
+// (fetching freed text is a finding), and fast mode (same results, site fetches still seen).
 
 #include "X86Scenario.h"
 
@@ -200,35 +199,6 @@ TEST(TrampolineLifetime, AllocAndFreeNotesNameTheCpuThatMadeThem) {
   }
   EXPECT_EQ(guest, 2u) << m.logText();
   EXPECT_EQ(patcher, 2u) << m.logText();
-}
-
-// A task that writes to text is a guest fault in every execution of a machine, however often its
-// engines have met that write before. Unicorn 2.1 refused a write to a read-only page once and let
-// later ones through (arch::forgetProtectionFault): the second execution's write changed the text.
-TEST(GuestFaults, AWriteToTextFaultsInEveryExecution) {
-  constexpr std::uint64_t kText = 0xffffffff81000000ull;
-  std::vector<std::uint8_t> text(0x1000, 0xcc);
-  text[1] = 0xc3;                                        // the exit stub: int3; ret
-  const std::uint8_t store[] = {0x48, 0x89, 0x07, 0xc3}; // mov %rax,(%rdi); ret
-  std::copy(std::begin(store), std::end(store), text.begin() + 0x40);
-  Machine m(x86(), MachineConfig{});
-  m.mapText(kText, text);
-  m.bindHypercall(GuestHypercall::Exit, kText);
-  m.addTask({"writer", 0, kText + 0x40, kText + 0x800});
-  const Snapshot start = m.snapshot();
-  for (int run = 0; run < 3; ++run) {
-    m.restore(start);
-    RoundRobinScheduler rr;
-    m.run(rr);
-    ASSERT_EQ(m.findings().size(), 1u) << "execution " << run << "\n" << m.logText();
-    EXPECT_EQ(m.findings()[0].kind, FindingKind::GuestFault);
-    EXPECT_NE(m.findings()[0].message.find("write to read-only memory (text)"), std::string::npos)
-        << m.findings()[0].message;
-    EXPECT_EQ(m.task(0).state, TaskState::Faulted);
-    std::uint8_t byte = 0;
-    ASSERT_TRUE(m.readText(kText + 0x800, {&byte, 1}));
-    EXPECT_EQ(byte, 0xcc) << "execution " << run;
-  }
 }
 
 } // namespace

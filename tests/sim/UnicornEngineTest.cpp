@@ -67,17 +67,16 @@ TEST(UnicornEngine, Ppc32RunsAtTheKernelTextAddress) {
   EXPECT_EQ(stored[3], 42u); // big-endian word 42
 }
 
-// Unicorn 2.1 refused a read of a protected page once and then let every later read of it through,
-// without the fault or the protection hook: linux/'s patcher CPU, which learns of its accesses to
-// the tree's shared data that way, lost them after the first (and a counterexample found on a
-// kernel tree's own code did not replay). After arch::forgetProtectionFault every access faults,
-// as on 2.0.1; so does a write to read-only memory (text), which the machine reports as a fault.
-TEST(UnicornEngine, EveryAccessToProtectedMemoryFaultsAgain) {
+// Unicorn 2.1 refused a read of an unreadable page once and then let every later read of it
+// through, without the fault or the protection hook: linux/'s patcher CPU, which learns of its
+// accesses to the tree's shared data that way, lost them after the first (and a counterexample
+// found on a kernel tree's own code did not replay). After arch::forgetProtectionFault every read
+// faults, as on 2.0.1.
+TEST(UnicornEngine, EveryReadOfUnreadableMemoryFaultsAgain) {
   Engine e;
   ASSERT_EQ(arch::openUnicorn(UC_ARCH_X86, UC_MODE_64, &e.uc), UC_ERR_OK);
   const std::uint64_t text = 0xffffffff81000000ull, data = 0xffffffff82000000ull;
-  // mov (%rbx),%rax; mov %rax,(%rcx)
-  const std::vector<std::uint8_t> code = {0x48, 0x8b, 0x03, 0x48, 0x89, 0x01};
+  const std::vector<std::uint8_t> code = {0x48, 0x8b, 0x03}; // mov (%rbx),%rax
   ASSERT_EQ(uc_mem_map(e.uc, text, 0x1000, UC_PROT_READ | UC_PROT_EXEC), UC_ERR_OK);
   ASSERT_EQ(uc_mem_map(e.uc, data, 0x1000, UC_PROT_NONE), UC_ERR_OK);
   ASSERT_EQ(uc_mem_write(e.uc, text, code.data(), code.size()), UC_ERR_OK);
@@ -88,21 +87,17 @@ TEST(UnicornEngine, EveryAccessToProtectedMemoryFaultsAgain) {
     ++*static_cast<int *>(user);
     return false;
   };
-  ASSERT_EQ(uc_hook_add(e.uc, &hook, UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_WRITE_PROT,
-                        reinterpret_cast<void *>(onProt), &hooked, 1, 0),
+  ASSERT_EQ(uc_hook_add(e.uc, &hook, UC_HOOK_MEM_READ_PROT, reinterpret_cast<void *>(onProt),
+                        &hooked, 1, 0),
             UC_ERR_OK);
+  const std::uint64_t from = data + 8;
   for (int i = 0; i < 3; ++i) {
-    const std::uint64_t from = data + 8, to = text + 0x800;
     uc_reg_write(e.uc, UC_X86_REG_RBX, &from);
-    uc_reg_write(e.uc, UC_X86_REG_RCX, &to);
     const uc_err read = uc_emu_start(e.uc, text, 0, 0, 1);
     arch::forgetProtectionFault(e.uc, read);
     EXPECT_EQ(read, UC_ERR_READ_PROT) << "read " << i;
-    const uc_err write = uc_emu_start(e.uc, text + 3, 0, 0, 1);
-    arch::forgetProtectionFault(e.uc, write);
-    EXPECT_EQ(write, UC_ERR_WRITE_PROT) << "write " << i;
   }
-  EXPECT_EQ(hooked, 6);
+  EXPECT_EQ(hooked, 3);
 }
 
 } // namespace

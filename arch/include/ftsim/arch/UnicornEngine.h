@@ -37,13 +37,14 @@ inline uc_err openUnicorn(uc_arch arch, uc_mode mode, uc_engine **uc) {
   return err;
 }
 
-// Unicorn 2.1 keeps the TLB entry of a page whose access it has just refused for its protection:
-// the next access to that page, in a later start, succeeds without a fault and without the
-// protection hook (bare Unicorn 2.1: a read of a UC_PROT_NONE page faults once, then reads the
-// page; 2.0.1 faults every time; unmapped memory and fetches from non-executable pages fault every
-// time in both). Called with the error of every start that may have met protected memory: after a
-// read or write protection fault (2.1 and later) it drops the engine's TLB, so that the next access
-// faults again.
+// Unicorn 2.1 keeps a TLB entry for a page it has just refused to read for its protection: the
+// next read of that page, in a later start, succeeds without a fault and without the protection
+// hook (bare Unicorn 2.1: a read of a UC_PROT_NONE page faults once, then reads the page; 2.0.1
+// faults every time). Writes to read-only or unreadable pages, reads of unmapped memory and
+// fetches from non-executable pages fault every time in both. Called with the error of a start that
+// may have read an unreadable page (linux/'s patcher CPU, whose shared data is such pages), it
+// drops the engine's TLB after a protection fault (2.1 and later), so that the next read faults
+// again.
 inline void forgetProtectionFault(uc_engine *uc, uc_err err) {
 #if FTSIM_UNICORN_VIRTUAL_TLB
   if (err == UC_ERR_READ_PROT || err == UC_ERR_WRITE_PROT)
