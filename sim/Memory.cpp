@@ -6,6 +6,7 @@
 #include "ftsim/arch/Error.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 
@@ -184,6 +185,25 @@ bool Machine::Impl::needsStep(unsigned cpu, std::uint64_t pc) {
 bool Machine::Impl::writtenOutsideSites(const TextRegion &r, std::uint64_t off,
                                         std::uint64_t end) const {
   const std::uint8_t *flags = r.flags.get();
+  const std::uint64_t n = end - off;
+  // Looked at for every step on a watched line (4% of list-to-single-race-fixed byte by byte): the
+  // instruction's flags as two words, a byte's kWritten without its kSiteByte in its lowest bit.
+  static_assert(kSiteByte == 1 && kWritten == 4);
+  if constexpr (std::endian::native == std::endian::little) {
+    if (n <= 16 && off + 16 <= r.size) {
+      constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+      std::uint64_t w[2];
+      std::memcpy(w, flags + off, sizeof w);
+      std::uint64_t lo = (w[0] >> 2) & ~w[0] & kOnes, hi = (w[1] >> 2) & ~w[1] & kOnes;
+      if (n < 8)
+        lo &= (std::uint64_t{1} << (8 * n)) - 1;
+      if (n <= 8)
+        hi = 0;
+      else if (n < 16)
+        hi &= (std::uint64_t{1} << (8 * (n - 8))) - 1;
+      return (lo | hi) != 0;
+    }
+  }
   for (std::uint64_t i = off; i < end; ++i)
     if ((flags[i] & (kWritten | kSiteByte)) == kWritten)
       return true;
