@@ -222,14 +222,7 @@ TEST(CliEdges, ACopiedFtsimSaysItCannotBuildAKernelTreesObjects) {
   const std::string cmd = "FTSIM_GUEST_DIR='" + std::string(FTSIM_GUEST_DIR) + "' timeout 60 '" +
                           (dir / "bin/ftsim").string() + "' check --scenario '" +
                           (dir / "linux.toml").string() + "' 2>&1";
-  CommandRun r;
-  FILE *pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe))
-    r.out.append(buf, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const CommandRun r = ftsim::test::runCommand(cmd);
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_EQ(countLines(r.out), 1u) << r.out;
   EXPECT_NE(r.out.find("kbuild/linux-objects is missing"), std::string::npos) << r.out;

@@ -13,12 +13,9 @@ struct CommandRun {
   std::string out; // stdout and stderr together
 };
 
-// `ftsim ARGS` through the shell, in directory `cwd` when one is given, stopped after 60 s (a run
-// that would not end is a failure, not a hung test); its exit status and output.
-inline CommandRun runFtsim(const std::string &args, const std::string &cwd = "") {
+// A shell command line (stderr folded into stdout by the caller); its exit status and output.
+inline CommandRun runCommand(const std::string &cmd) {
   CommandRun r;
-  const std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "timeout 60 " +
-                          std::string(FTSIM_EXE) + " " + args + " 2>&1";
   FILE *pipe = popen(cmd.c_str(), "r");
   if (!pipe)
     return r;
@@ -28,6 +25,13 @@ inline CommandRun runFtsim(const std::string &args, const std::string &cwd = "")
   const int status = pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// `ftsim ARGS` through the shell, in directory `cwd` when one is given, stopped after 60 s (a run
+// that would not end is a failure, not a hung test); its exit status and output.
+inline CommandRun runFtsim(const std::string &args, const std::string &cwd = "") {
+  return runCommand((cwd.empty() ? "" : "cd '" + cwd + "' && ") + "timeout 60 " +
+                    std::string(FTSIM_EXE) + " " + args + " 2>&1");
 }
 
 inline std::size_t countLines(const std::string &s) {
