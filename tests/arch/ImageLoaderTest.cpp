@@ -5,6 +5,8 @@
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/RecordMcount.h"
 
+#include "TempDir.h"
+
 #include <gtest/gtest.h>
 
 #include <elf.h>
@@ -56,7 +58,8 @@ TEST(ImageLoader, CorruptOrTruncatedImagesAreFatalErrorsNamingTheFile) {
   const std::string source = std::string(FTSIM_GUEST_DIR) + "/x86_64-fentry/kernel.elf";
   const std::vector<char> good = readAll(source);
   ASSERT_GT(good.size(), 4096u);
-  const std::string path = std::filesystem::temp_directory_path() / "ftsim-image-corrupt.elf";
+  const ftsim::test::TempDir dir;
+  const std::string path = dir / "corrupt.elf";
   std::size_t rejected = 0, accepted = 0;
   // Truncations at many sizes.
   for (std::size_t size = 0; size < good.size(); size += size < 256 ? 1 : 97) {
@@ -83,7 +86,6 @@ TEST(ImageLoader, CorruptOrTruncatedImagesAreFatalErrorsNamingTheFile) {
     }
   }
   EXPECT_GT(rejected, 300u);
-  std::filesystem::remove(path);
   EXPECT_THROW(arch::loadImage("/nonexistent/kernel.elf"), FatalError);
 }
 
@@ -116,14 +118,14 @@ TEST(ImageLoader, AMovedSectionHeaderTableIsRejectedNotBootedEmpty) {
   for (unsigned i = 0; i < 8; ++i)
     shoff |= static_cast<std::uint64_t>(static_cast<unsigned char>(good[0x28 + i])) << (8 * i);
   ASSERT_GT(shoff, 0u);
-  const std::string path = std::filesystem::temp_directory_path() / "ftsim-image-shoff.elf";
+  const ftsim::test::TempDir dir;
+  const std::string path = dir / "shoff.elf";
   for (const std::uint64_t moved : {std::uint64_t(good.size() + 64), std::uint64_t(good.size() - 8),
                                     shoff + 8, shoff - 8, shoff + 24, shoff - 0x1000}) {
     writeAll(path, withField64(good, 0x28, moved));
     const std::string error = loadError(path);
     EXPECT_NE(error.find(path), std::string::npos) << "e_shoff " << moved << ": " << error;
   }
-  std::filesystem::remove(path);
 }
 
 TEST(ImageLoader, OnlyRegularFilesAreRead) {
@@ -174,7 +176,8 @@ struct EditedImage {
 // Sizes in an image are allocated: each bounded by the file or by a fixed budget, never by what
 // the file claims alone (found by review while fuzzing with tests/fuzz ftsim_fuzz_image).
 TEST(ImageLoader, SizesInTheFileNeverAllocateUnboundedly) {
-  const std::string path = std::filesystem::temp_directory_path() / "ftsim-image-sizes.elf";
+  const ftsim::test::TempDir dir;
+  const std::string path = dir / "sizes.elf";
   // Two segments of 600 MiB each: 1 GiB at most together (each alone was accepted).
   EditedImage big;
   ASSERT_GE(big.ehdr.e_phnum, 2);
@@ -197,5 +200,4 @@ TEST(ImageLoader, SizesInTheFileNeverAllocateUnboundedly) {
   EXPECT_NE(bss.loadError(path).find("__mcount_loc table (0x1000000 bytes) is not in the file"),
             std::string::npos)
       << bss.loadError(path);
-  std::filesystem::remove(path);
 }

@@ -8,6 +8,8 @@
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/Image.h"
 
+#include "TempDir.h"
+
 #include <gtest/gtest.h>
 
 #include <elf.h>
@@ -70,23 +72,7 @@ void writeBytes(const std::string &path, const std::vector<std::uint8_t> &bytes)
             static_cast<std::streamsize>(bytes.size()));
 }
 
-// A fresh directory per test, removed afterwards.
-class TempDir {
-public:
-  explicit TempDir(const fs::path &base = fs::temp_directory_path()) {
-    std::string pattern = (base / "ftsim-recordmcount-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data()) ? pattern : "";
-    EXPECT_FALSE(path_.empty());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string &name) const { return path_ + "/" + name; }
-
-private:
-  std::string path_;
-};
+using ftsim::test::TempDir;
 
 // The guest kernel objects of one corpora flavour (paths without ".o").
 std::vector<std::string> guestObjects(const std::string &flavour) {

@@ -5,6 +5,7 @@
 #include "ftsim/arch/Image.h"
 
 #include "FtsimRun.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -25,14 +26,6 @@ void expectOneLineError(const std::string &args, const std::string &named) {
   EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
   EXPECT_EQ(countLines(r.out), 1u) << args << "\n" << r.out;
   EXPECT_NE(r.out.find(named), std::string::npos) << args << "\n" << r.out;
-}
-
-// A fresh, empty working directory for one test.
-std::filesystem::path freshDir(const std::string &name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("ftsim-edge-" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 std::string slurp(const std::filesystem::path &path) {
@@ -93,7 +86,8 @@ TEST(CliEdges, IntegersAreDecimalAndWithinRange) {
 
 // Infinity was refused as "not above 0", and NaN was taken where a range check alone guarded.
 TEST(CliEdges, CheckpointIntervalsOutsideTheirRangeSaySo) {
-  const std::string cp = (std::filesystem::temp_directory_path() / "ftsim-edge-cp.json").string();
+  const ftsim::test::TempDir dir;
+  const std::string cp = dir / "cp.json";
   for (const char *every : {"0", "-1", "2000000"})
     expectOneLineError("check --protocol int3 --checkpoint " + cp + " --checkpoint-every " + every,
                        "use a number of seconds above 0 and at most 1000000");
@@ -143,7 +137,8 @@ TEST(CliEdges, Ppc32RestrictedProofsAndFuzzUseTheIsasOwnModels) {
 // check wrote ./ftsim-cex.json over whatever was there; an unwritable --cex was found out only
 // after the whole exploration.
 TEST(CliEdges, CounterexamplesNeverOverwriteAnUnnamedFile) {
-  const auto dir = freshDir("cex");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   { std::ofstream(dir / "ftsim-cex.json") << "mine\n"; }
   const CommandRun r = runFtsim("check --protocol int3-nosync1 --fetch stale --quiet", dir);
   EXPECT_EQ(r.status, 1) << r.out;
@@ -151,7 +146,8 @@ TEST(CliEdges, CounterexamplesNeverOverwriteAnUnnamedFile) {
   EXPECT_NE(r.out.find("ftsim-cex-1.json"), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::exists(dir / "ftsim-cex-1.json"));
 
-  const auto quiet = freshDir("cex-verified");
+  const ftsim::test::TempDir quietTemp;
+  const std::filesystem::path &quiet = quietTemp.path();
   EXPECT_EQ(runFtsim("check --protocol int3 --fetch stale --quiet", quiet).status, 0);
   EXPECT_TRUE(std::filesystem::is_empty(quiet)) << "a verified run writes nothing";
 
@@ -163,8 +159,6 @@ TEST(CliEdges, CounterexamplesNeverOverwriteAnUnnamedFile) {
   expectOneLineError("check --protocol int3 --chrome " +
                          std::filesystem::temp_directory_path().string(),
                      "--chrome");
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove_all(quiet);
 }
 
 // A guest that never finishes (here workload_sched jumping back to its own traced entry forever)
@@ -183,7 +177,8 @@ TEST(CliEdges, ARunawayGuestStopsAtTheEventBudgetAndSaysSo) {
   ASSERT_EQ(bytes.find(std::string(head.begin(), head.end()), at + 1), std::string::npos);
   bytes[at + 5] = '\xeb'; // after the fentry site: jmp back to it (rel8 -7)
   bytes[at + 6] = '\xf9';
-  const auto dir = freshDir("runaway");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   const auto path = dir / "runaway.elf";
   std::ofstream(path, std::ios::binary) << bytes;
   const CommandRun r = runFtsim("trace --arch x86_64 --cpus 2 --workload sched --max-events "
@@ -193,7 +188,6 @@ TEST(CliEdges, ARunawayGuestStopsAtTheEventBudgetAndSaysSo) {
   EXPECT_NE(r.out.find("did not finish within --max-events 300000 events"), std::string::npos)
       << r.out;
   expectOneLineError("trace --arch x86_64 --max-events 0", "--max-events");
-  std::filesystem::remove_all(dir);
 }
 
 // `mcount` on a -fpatchable-function-entry object printed nothing at all: its sites are in
@@ -212,7 +206,8 @@ TEST(CliEdges, McountListsPatchableEntriesAndSaysWhenThereAreNoSites) {
 // shell's "sh: 1: .../linux-objects: not found": the script that builds the tree's objects lives
 // beside an installed ftsim, not inside the executable. The copy now says what is missing.
 TEST(CliEdges, ACopiedFtsimSaysItCannotBuildAKernelTreesObjects) {
-  const auto dir = freshDir("copied");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   std::filesystem::create_directories(dir / "bin");
   std::filesystem::copy_file(FTSIM_EXE, dir / "bin/ftsim");
   std::ofstream(dir / "linux.toml") << "name = \"copied\"\narch = \"x86_64\"\n"
@@ -228,5 +223,4 @@ TEST(CliEdges, ACopiedFtsimSaysItCannotBuildAKernelTreesObjects) {
   EXPECT_NE(r.out.find("kbuild/linux-objects is missing"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("reinstall ftsim"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("sh: "), std::string::npos) << r.out;
-  std::filesystem::remove_all(dir);
 }

@@ -4,6 +4,7 @@
 // file `ftsim replay` reproduces). Exit statuses 0/1/2/3 (Verdict.h) and one-line errors.
 
 #include "FtsimRun.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -30,10 +31,10 @@ bool has(const std::string &text, const std::string &what) {
   return text.find(what) != std::string::npos;
 }
 
+// A file in this test process's own directory.
 std::string temp(const std::string &leaf) {
-  const auto dir = std::filesystem::temp_directory_path() / "ftsim-cli-engine-test";
-  std::filesystem::create_directories(dir);
-  return (dir / leaf).string();
+  static const ftsim::test::TempDir dir;
+  return dir / leaf;
 }
 
 std::string readFile(const std::string &path) {

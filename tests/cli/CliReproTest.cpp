@@ -2,6 +2,7 @@
 // buggy and fixed variants, compared with the published outcome, and nothing written.
 
 #include "FtsimRun.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -13,13 +14,6 @@ namespace ftsim::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path freshDir(const std::string &name) {
-  const fs::path dir = fs::temp_directory_path() / ("ftsim-repro-test-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 void writeFile(const fs::path &path, const std::string &text) { std::ofstream(path) << text; }
 
@@ -37,7 +31,8 @@ TEST(CliRepro, ListsEveryPublishedScenarioWithItsPage) {
 }
 
 TEST(CliRepro, ReproducesBuggyAndFixedVariantsAndWritesNothing) {
-  const fs::path dir = freshDir("two");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   const CommandRun r = runFtsim("repro --quiet torn-nop-to-call int3-missing-sync", dir.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("4 of 4 variants match the published outcome"), std::string::npos) << r.out;
@@ -46,13 +41,13 @@ TEST(CliRepro, ReproducesBuggyAndFixedVariantsAndWritesNothing) {
   EXPECT_NE(r.out.find("[model-hypothesis]"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("DIFFERS"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::is_empty(dir)) << "repro wrote a file";
-  fs::remove_all(dir);
 }
 
 // f48cb8b48b0b on ppc32 module TOC sites: the nop leaves the TOC reload running (the worker's
 // result differs), `b +8` skips it (verified, exhaustively).
 TEST(CliRepro, ModuleTrampolineTocBothVariantsMatch) {
-  const fs::path dir = freshDir("toc");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   const CommandRun r = runFtsim("repro ppc-module-tramp-toc", dir.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("2 of 2 variants match the published outcome"), std::string::npos) << r.out;
@@ -60,13 +55,13 @@ TEST(CliRepro, ModuleTrampolineTocBothVariantsMatch) {
   EXPECT_NE(r.out.find("reproduced VERIFIED"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("DIFFERS"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::is_empty(dir)) << "repro wrote a file";
-  fs::remove_all(dir);
 }
 
 // 405e1d834807 on the engine: on the 3.13 profile a callback gets another ops' op (the message is
 // EngineScenarioTest's); with the fix the same bound is searched completely.
 TEST(CliRepro, FunctionTraceOpRaceBothVariantsMatch) {
-  const fs::path dir = freshDir("op");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   const CommandRun r = runFtsim("repro op-func-switch-race", dir.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("2 of 2 variants match the published outcome"), std::string::npos) << r.out;
@@ -74,12 +69,12 @@ TEST(CliRepro, FunctionTraceOpRaceBothVariantsMatch) {
   EXPECT_NE(r.out.find("reproduced VERIFIED"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("DIFFERS"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::is_empty(dir)) << "repro wrote a file";
-  fs::remove_all(dir);
 }
 
 TEST(CliRepro, AnOutcomeThatDiffersFromThePublishedOneExitsOne) {
   // A "buggy" variant that runs today's correct protocol: its violation is not reproduced.
-  const fs::path dir = freshDir("differs");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   const std::string head = "arch = \"x86_64\"\nsource = \"test\"\nfidelity = \"faithful\"\n"
                            "published = \"made-up\"\ncpus = 2\nstore = \"byte\"\n";
   writeFile(dir / "made-up.toml", head + "protocol = \"int3\"\n[expect]\nverdict = "
@@ -91,7 +86,6 @@ TEST(CliRepro, AnOutcomeThatDiffersFromThePublishedOneExitsOne) {
   EXPECT_NE(r.out.find("reproduced VERIFIED"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("DIFFERS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 of 2 variants match"), std::string::npos) << r.out;
-  fs::remove_all(dir);
 }
 
 TEST(CliRepro, BadRequestsAreOneLineErrors) {

@@ -3,6 +3,7 @@
 // file of one uninterrupted run.
 
 #include "FtsimRun.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -31,14 +32,6 @@ std::string slurp(const fs::path &p) {
   return ss.str();
 }
 
-fs::path freshDir(const std::string &name) {
-  const fs::path d =
-      fs::temp_directory_path() / ("ftsim-split-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 // The JSON report without what differs between equal searches run differently: the replay path
 // and the number of subtrees resumed from a checkpoint.
 nlohmann::json comparable(const std::string &out) {
@@ -50,7 +43,8 @@ nlohmann::json comparable(const std::string &out) {
 
 void splitRunMerge(const std::string &args, int status) {
   SCOPED_TRACE(args);
-  const fs::path d = freshDir("merge");
+  const ftsim::test::TempDir dTemp;
+  const std::filesystem::path &d = dTemp.path();
   const CommandRun one = runFtsim("check " + args + " --json --quiet --cex one.json", d.string());
   ASSERT_EQ(one.status, status) << one.out;
   const CommandRun split = runFtsim("check " + args + " --split 3 jobs", d.string());
@@ -68,7 +62,6 @@ void splitRunMerge(const std::string &args, int status) {
   if (status == 1) {
     EXPECT_EQ(slurp(d / "one.json"), slurp(d / "merged.json")); // byte for byte
   }
-  fs::remove_all(d);
 }
 
 } // namespace
@@ -80,7 +73,8 @@ TEST(CliSplit, SubtreeFilesRunSeparatelyMergeIntoTheVerdictOfOneRun) {
 }
 
 TEST(CliSplit, EditedOrForeignResultFilesAreRefused) {
-  const fs::path d = freshDir("refuse");
+  const ftsim::test::TempDir dTemp;
+  const std::filesystem::path &d = dTemp.path();
   ASSERT_EQ(runFtsim("check --protocol int3 --cpus 2 --split 2 a", d.string()).status, 0);
   ASSERT_EQ(runFtsim("check --protocol int3 --cpus 2 --sites 2 --split 2 b", d.string()).status, 0);
   ASSERT_EQ(runFtsim("check --subtree a/subtree-000.json --jobs 1", d.string()).status, 0);
@@ -109,11 +103,11 @@ TEST(CliSplit, EditedOrForeignResultFilesAreRefused) {
   // A job file given scenario flags.
   r = runFtsim("check --subtree a/subtree-000.json --cpus 3", d.string());
   EXPECT_EQ(r.status, 2) << r.out;
-  fs::remove_all(d);
 }
 
 TEST(CliSplit, KilledAtHalfAndResumedGivesTheTotalsOfOneRun) {
-  const fs::path d = freshDir("resume");
+  const ftsim::test::TempDir dTemp;
+  const std::filesystem::path &d = dTemp.path();
   const std::string args = "check --protocol int3 --cpus 2 --sites 3 --quiet --json --jobs 1";
   const CommandRun whole = runFtsim(args, d.string());
   ASSERT_EQ(whole.status, 0) << whole.out;
@@ -169,5 +163,4 @@ TEST(CliSplit, KilledAtHalfAndResumedGivesTheTotalsOfOneRun) {
   const CommandRun other =
       runFtsim("check --protocol int3 --cpus 2 --quiet --resume cp.json", d.string());
   EXPECT_EQ(other.status, 2) << other.out;
-  fs::remove_all(d);
 }

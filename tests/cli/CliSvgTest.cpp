@@ -5,6 +5,7 @@
 // counterexample.
 
 #include "FtsimRun.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -23,13 +24,6 @@ const std::string kTorn = std::string(FTSIM_CORPORA_DIR) + "/scenarios/torn-nop-
 // store and its last three another, CPU 1 reading the first line before the stores and the second
 // after them (byte stores and stale fetch tear the site too, into other bytes).
 const std::string kSlides = " --fetch line --store word --site-offset 62";
-
-fs::path freshDir(const std::string &name) {
-  const fs::path dir = fs::temp_directory_path() / ("ftsim-svg-test-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 std::string slurp(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);
@@ -54,7 +48,8 @@ std::uintmax_t renderPng(const fs::path &svg, const fs::path &png) {
 }
 
 TEST(CliSvg, TheSlidesTornFetchIsDrawnRenderedAndTheSameEveryTime) {
-  const fs::path dir = freshDir("torn");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   const CommandRun r = runFtsim(
       "check --scenario " + kTorn + kSlides + " --quiet --cex a.json --svg a.svg", dir.string());
   ASSERT_EQ(r.status, 1) << r.out;
@@ -108,11 +103,11 @@ TEST(CliSvg, TheSlidesTornFetchIsDrawnRenderedAndTheSameEveryTime) {
   ASSERT_GT(empty, 0u);
   EXPECT_GT(real, 10 * empty) << "PNG of the picture " << real << " bytes, of an empty one "
                               << empty;
-  fs::remove_all(dir);
 }
 
 TEST(CliSvg, ReproDrawsTheBuggyVariantOfOneNameAsCheckDoes) {
-  const fs::path dir = freshDir("repro");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   const CommandRun r = runFtsim("repro torn-nop-to-call --quiet --svg r.svg", dir.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(has(r.out, "svg: r.svg (the counterexample of torn-nop-to-call)")) << r.out;
@@ -128,11 +123,11 @@ TEST(CliSvg, ReproDrawsTheBuggyVariantOfOneNameAsCheckDoes) {
   EXPECT_EQ(countLines(all.out), 1u) << all.out;
   EXPECT_TRUE(has(all.out, "--svg all.svg")) << all.out;
   EXPECT_FALSE(fs::exists(dir / "all.svg"));
-  fs::remove_all(dir);
 }
 
 TEST(CliSvg, BadPathsAreRefusedFirstAndNothingIsWrittenWithoutACounterexample) {
-  const fs::path dir = freshDir("edges");
+  const ftsim::test::TempDir dirTemp;
+  const std::filesystem::path &dir = dirTemp.path();
   for (const std::string &args :
        {"check --scenario " + kTorn + " --quiet --svg /nonexistent/dir/x.svg",
         std::string("replay ftsim-cex.json --svg /nonexistent/dir/x.svg"),
@@ -150,7 +145,6 @@ TEST(CliSvg, BadPathsAreRefusedFirstAndNothingIsWrittenWithoutACounterexample) {
   EXPECT_EQ(ok.status, 0) << ok.out;
   EXPECT_TRUE(has(ok.out, "--svg f.svg: no counterexample, nothing written")) << ok.out;
   EXPECT_TRUE(fs::is_empty(dir));
-  fs::remove_all(dir);
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "ftsim/arch/Image.h"
 
 #include "FtsimRun.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -70,15 +71,15 @@ TEST(Cli, McountListsSitesInTheSlidesForm) {
 }
 
 TEST(Cli, BadInputIsOneLineNamingItAndExitTwo) {
-  const std::string garbage = std::filesystem::temp_directory_path() / "ftsim-cli-garbage.elf";
+  const ftsim::test::TempDir dir;
+  const std::string garbage = dir / "garbage.elf";
   {
     std::ofstream out(garbage);
     out << "\x7f"
            "ELF this is not really an object";
   }
-  const std::string truncated = std::filesystem::temp_directory_path() / "ftsim-cli-trunc.elf";
-  std::filesystem::copy_file(guest("x86_64-fentry/kernel.elf"), truncated,
-                             std::filesystem::copy_options::overwrite_existing);
+  const std::string truncated = dir / "trunc.elf";
+  std::filesystem::copy_file(guest("x86_64-fentry/kernel.elf"), truncated);
   std::filesystem::resize_file(truncated, 700);
   const std::pair<std::string, std::string> cases[] = {
       {"mcount " + garbage, garbage},
@@ -99,8 +100,6 @@ TEST(Cli, BadInputIsOneLineNamingItAndExitTwo) {
     EXPECT_NE(r.out.find(named), std::string::npos) << args << "\n" << r.out;
     EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
   }
-  std::filesystem::remove(garbage);
-  std::filesystem::remove(truncated);
 }
 
 TEST(Cli, ProveExitsZeroWhenAllHoldAndOneWithACounterexample) {
@@ -144,14 +143,12 @@ TEST(Cli, PowerpcLinuxProtocolVerifiesAndSurvivesTheMutationScore) {
   EXPECT_NE(mutants.out.find("4/4 mutants killed"), std::string::npos) << mutants.out;
   // The protocol mutant outside the table is found by check too (the others by the
   // ppc32-mflr-* scenario files, EngineScenarioTest).
-  const std::string cex =
-      (std::filesystem::temp_directory_path() / "ftsim-cli-trap-first.json").string();
-  std::filesystem::remove(cex);
+  const ftsim::test::TempDir dir;
+  const std::string cex = dir / "trap-first.json";
   const CommandRun trap =
       runFtsim("check --quiet --arch ppc32 --protocol word-trap-first --cex " + cex);
   EXPECT_EQ(trap.status, 1) << trap.out;
   EXPECT_NE(trap.out.find("VIOLATION live-patching"), std::string::npos) << trap.out;
-  std::filesystem::remove(cex);
   const CommandRun protocols = runFtsim("protocols --arch ppc32");
   EXPECT_NE(protocols.out.find("patch-instruction     [linux 6.12, 6.1, 4.19]"), std::string::npos)
       << protocols.out;

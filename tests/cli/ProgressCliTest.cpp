@@ -1,6 +1,8 @@
 // Progress on stderr as a user sees it: with --progress into a file, lines with an estimate of
 // what remains; without it (stderr not a terminal), nothing; stdout the same either way.
 
+#include "TempDir.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -26,10 +28,8 @@ std::string readFile(const std::string &path) {
   return ss.str();
 }
 
-// `ftsim ARGS` with stdout and stderr kept apart (stderr into a file: not a terminal).
-Split runSplit(const std::string &args) {
-  const auto dir = std::filesystem::temp_directory_path() / "ftsim-cli-progress-test";
-  std::filesystem::create_directories(dir);
+// `ftsim ARGS` in `dir` with stdout and stderr kept apart (stderr into a file: not a terminal).
+Split runSplit(const std::string &args, const std::filesystem::path &dir) {
   const std::string out = (dir / "out").string(), err = (dir / "err").string();
   const std::string cmd = "cd '" + dir.string() + "' && timeout 60 " + std::string(FTSIM_EXE) +
                           " " + args + " >'" + out + "' 2>'" + err + "'";
@@ -63,14 +63,12 @@ TEST(CliProgress, ForcedIntoAFileGivesLinesWithAnEtaAndOtherwiseStderrIsEmpty) {
        {std::pair<std::string, std::string>{"repro", "repro int3-missing-sync"},
         {"prove", "prove --encodings"},
         {"fuzz", "fuzz --runs 2 --seed 1 --cex fuzz.json"}}) {
-    std::filesystem::remove(std::filesystem::temp_directory_path() / "ftsim-cli-progress-test" /
-                            "fuzz.json");
-    const Split quiet = runSplit(args);
+    const ftsim::test::TempDir dir;
+    const Split quiet = runSplit(args, dir.path());
     EXPECT_EQ(quiet.status, 0) << args << "\n" << quiet.out << quiet.err;
     EXPECT_EQ(quiet.err, "") << args;
-    std::filesystem::remove(std::filesystem::temp_directory_path() / "ftsim-cli-progress-test" /
-                            "fuzz.json");
-    const Split shown = runSplit(args + " --progress");
+    std::filesystem::remove(dir / "fuzz.json");
+    const Split shown = runSplit(args + " --progress", dir.path());
     EXPECT_EQ(shown.status, 0) << args << "\n" << shown.out << shown.err;
     expectProgressLines(command, shown.err);
     // No carriage returns into a file, and nothing of it on stdout.

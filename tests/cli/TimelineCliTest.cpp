@@ -4,6 +4,7 @@
 // `--full-timeline` gives every event.
 
 #include "FtsimRun.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -22,10 +23,10 @@ bool has(const std::string &text, const std::string &what) {
   return text.find(what) != std::string::npos;
 }
 
+// A file in this test process's own directory, removed if an earlier test left it.
 std::string temp(const std::string &leaf) {
-  const auto dir = std::filesystem::temp_directory_path() / "ftsim-cli-timeline-test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / leaf).string();
+  static const ftsim::test::TempDir dir;
+  const std::string path = dir / leaf;
   std::filesystem::remove(path);
   return path;
 }

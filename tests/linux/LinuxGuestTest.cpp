@@ -2,6 +2,7 @@
 // LinuxGuest.h): the cached 6.12 build, and the one-line diagnoses of bad trees.
 
 #include "LinuxTestSupport.h"
+#include "TempDir.h"
 
 #include "ftsim/arch/Error.h"
 
@@ -23,20 +24,6 @@ std::string errorOf(const LinuxTreeRequest &r) {
   }
   return "";
 }
-
-struct ScratchDir {
-  std::filesystem::path path;
-  ScratchDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("ftsim-linux-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    std::filesystem::create_directories(path);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path); }
-  static int &counter() {
-    static int n = 0;
-    return n;
-  }
-};
 
 TEST(LinuxGuest, TheDebianTreeBuildsIntoAGuestThatNamesItsVersion) {
   const LinuxGuest &g = guest612();
@@ -69,28 +56,28 @@ TEST(LinuxGuest, ASecondBuildIsTheCachedOne) {
 }
 
 TEST(LinuxGuest, BadTreesAreOneLineNamingTheTree) {
-  ScratchDir scratch;
-  const auto file = scratch.path / "file";
+  const ftsim::test::TempDir scratch;
+  const auto file = scratch.path() / "file";
   std::ofstream(file) << "not a tree\n";
-  std::string e = errorOf({"", file.string(), (scratch.path / "cache").string()});
+  std::string e = errorOf({"", file.string(), (scratch.path() / "cache").string()});
   EXPECT_NE(e.find("not a directory"), std::string::npos) << e;
   EXPECT_NE(e.find(file.string()), std::string::npos) << e;
 
-  e = errorOf({"", (scratch.path / "missing").string(), (scratch.path / "cache").string()});
+  e = errorOf({"", (scratch.path() / "missing").string(), (scratch.path() / "cache").string()});
   EXPECT_NE(e.find("does not exist"), std::string::npos) << e;
 
-  const auto empty = scratch.path / "empty";
+  const auto empty = scratch.path() / "empty";
   std::filesystem::create_directories(empty);
-  e = errorOf({"", empty.string(), (scratch.path / "cache").string()});
+  e = errorOf({"", empty.string(), (scratch.path() / "cache").string()});
   EXPECT_NE(e.find("not a Linux kernel tree"), std::string::npos) << e;
 
   // A kernel tree of another architecture.
-  const auto arm = scratch.path / "arm";
+  const auto arm = scratch.path() / "arm";
   std::filesystem::create_directories(arm / "scripts" / "kconfig");
   std::filesystem::create_directories(arm / "arch" / "arm64" / "configs");
   std::ofstream(arm / "Makefile") << "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n";
   std::ofstream(arm / "Kconfig") << "\n";
-  e = errorOf({"", arm.string(), (scratch.path / "cache").string()});
+  e = errorOf({"", arm.string(), (scratch.path() / "cache").string()});
   EXPECT_NE(e.find("not an x86-64 tree"), std::string::npos) << e;
 
   // An x86 tree whose alternative.c lacks the batch functions (pre-5.6 or post-6.15 names).
@@ -99,15 +86,15 @@ TEST(LinuxGuest, BadTreesAreOneLineNamingTheTree) {
   std::ofstream(arm / "arch" / "x86" / "configs" / "x86_64_defconfig") << "\n";
   std::ofstream(arm / "arch" / "x86" / "kernel" / "alternative.c")
       << "void smp_text_poke_batch_finish(void) {}\n";
-  e = errorOf({"", arm.string(), (scratch.path / "cache").string()});
+  e = errorOf({"", arm.string(), (scratch.path() / "cache").string()});
   EXPECT_NE(e.find("lacks text_poke_queue()"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
 
-  e = errorOf({"5.4", "", (scratch.path / "cache").string()});
+  e = errorOf({"5.4", "", (scratch.path() / "cache").string()});
   EXPECT_NE(e.find("known versions are 6.1 and 6.12"), std::string::npos) << e;
   // Nothing was left in the cache by the failures.
-  EXPECT_FALSE(std::filesystem::exists(scratch.path / "cache" / "obj") &&
-               !std::filesystem::is_empty(scratch.path / "cache" / "obj"));
+  EXPECT_FALSE(std::filesystem::exists(scratch.path() / "cache" / "obj") &&
+               !std::filesystem::is_empty(scratch.path() / "cache" / "obj"));
 }
 
 } // namespace

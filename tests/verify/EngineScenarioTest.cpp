@@ -17,6 +17,7 @@
 #include "ftsim/sim/RoundRobinScheduler.h"
 
 #include "FatalMessage.h"
+#include "TempDir.h"
 #include <fmt/format.h>
 
 #include <gtest/gtest.h>
@@ -61,10 +62,10 @@ void writeFile(const std::string &path, const std::string &text) {
   out << text;
 }
 
+// A file in this test process's own directory.
 std::string tempPath(const std::string &leaf) {
-  const auto dir = std::filesystem::temp_directory_path() / "ftsim-engine-scenario-test";
-  std::filesystem::create_directories(dir);
-  return (dir / leaf).string();
+  static const ftsim::test::TempDir dir;
+  return dir / leaf;
 }
 
 // `s` searched as its file says (exploreOptionsFor): a function-trace-op counterexample whose

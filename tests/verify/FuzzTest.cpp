@@ -13,6 +13,8 @@
 #include "ftsim/verify/harness/KernelHarness.h"
 #include "ftsim/verify/replay/Replay.h"
 
+#include "TempDir.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -104,9 +106,8 @@ TEST(Fuzz, FindsShrinksAndSavesAViolationOfABrokenProtocol) {
     EXPECT_FALSE(violatesOracle(t, o.imagePath, oracle)) << "step " << k << " is not needed";
   }
   // Saved and reproduced, as `ftsim replay` does.
-  const auto dir = std::filesystem::temp_directory_path() / "ftsim-fuzz-test";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "fuzz.json").string();
+  const ftsim::test::TempDir dir;
+  const std::string path = dir / "fuzz.json";
   writeReplayFile(path, *r.failing, *r.cex);
   const ReplayFile file = loadReplayFile(path);
   EXPECT_EQ(file.scenario, *r.failing);
