@@ -103,6 +103,16 @@ TEST(CliSplit, EditedOrForeignResultFilesAreRefused) {
   // A job file given scenario flags.
   r = runFtsim("check --subtree a/subtree-000.json --cpus 3", d.string());
   EXPECT_EQ(r.status, 2) << r.out;
+  // A job file whose version is not a number (nlohmann's type_error aborted the command).
+  text = slurp(d / "a/subtree-000.json");
+  const auto version = text.find("\"version\": 1");
+  ASSERT_NE(version, std::string::npos) << text;
+  text.replace(version, 12, "\"version\": \"1\"");
+  std::ofstream(d / "a/subtree-000.json", std::ios::trunc) << text;
+  r = runFtsim("check --subtree a/subtree-000.json", d.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(ftsim::test::countLines(r.out), 1u) << r.out;
+  EXPECT_NE(r.out.find("a/subtree-000.json: version \"1\""), std::string::npos) << r.out;
 }
 
 TEST(CliSplit, KilledAtHalfAndResumedGivesTheTotalsOfOneRun) {

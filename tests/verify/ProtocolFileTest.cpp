@@ -221,5 +221,24 @@ TEST(ProtocolFiles, BrokenFilesAreOneLineNamingTheStepAndKey) {
       std::string::npos);
 }
 
+// Found by tests/fuzz (ftsim_fuzz_protocol, in its first 3 s): toml++'s description of what it
+// saw, and the values a message quotes, held the file's newlines, as scenario files' did before.
+TEST(ProtocolFiles, ErrorsAreOneLineWhateverTheFileHolds) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"name = \"p\"\narch = \"x86_64\"\nsteps = [\n  n\n]\n", "expected 'nan'"},
+      {"name = \"p\"\narch = \"x86_64\"\nexpect = \"v\\nx\"\nsteps = [\"sync\"]\n",
+       "expect 'v\\nx'"},
+      {"name = \"p\"\narch = \"x86_64\"\nsteps = [{ write = \"fi\\trst\", value = \"new\" }]\n",
+       "'fi\\trst' is not one of first"},
+  };
+  for (const auto &[text, expected] : cases) {
+    const std::string &source = text; // clang before 16 cannot capture a structured binding
+    const std::string message = fatalMessage([&] { parseProtocolText(source, "p.toml"); });
+    EXPECT_EQ(message.rfind("p.toml", 0), 0u) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_EQ(message.find_first_of("\n\r\t"), std::string::npos) << message;
+  }
+}
+
 } // namespace
 } // namespace ftsim::verify

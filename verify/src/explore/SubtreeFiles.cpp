@@ -6,6 +6,8 @@
 #include "ftsim/arch/InputFile.h"
 #include "ftsim/verify/check/Check.h"
 
+#include "../replay/WholeNumber.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -26,6 +28,11 @@ constexpr const char *kResultsFormat = "ftsim-subtree-results";
 constexpr std::uint64_t kMaxSubtreeFileBytes = 1ull << 30;
 
 std::string hex(std::uint64_t v) { return fmt::format("{:#018x}", v); }
+
+// The field `key` of `j`, a count or an index (WholeNumber.h).
+template <typename T> T whole(const json &j, const char *key) {
+  return detail::wholeNumber<T>(j.at(key), "", key);
+}
 
 std::uint64_t unhex(const json &j, const char *what) {
   const std::string s = j.get<std::string>();
@@ -54,18 +61,16 @@ SplitTree treeOf(const json &j, const std::string &origin) {
   SplitTree t;
   t.scenario = parseScenario(j.at("scenario").get<std::string>(), origin + " (its scenario)");
   t.reduction = j.at("reduction").get<bool>();
-  t.preemptionBound = j.at("preemption_bound").get<int>();
-  t.maxExecutions = j.at("max_executions").get<std::uint64_t>();
-  t.subtrees = j.at("subtrees").get<unsigned>();
-  t.pieceExecutions = j.at("piece_executions").get<std::uint64_t>();
-  t.plan.depth = j.at("depth").get<std::size_t>();
-  t.plan.count = j.at("count").get<std::uint32_t>();
-  t.plan.boundCuts = j.at("bound_cuts").get<std::uint64_t>();
+  t.preemptionBound = detail::boundNumber(j.at("preemption_bound"), "", "preemption_bound", -1);
+  t.maxExecutions = whole<std::uint64_t>(j, "max_executions");
+  t.subtrees = whole<unsigned>(j, "subtrees");
+  t.pieceExecutions = whole<std::uint64_t>(j, "piece_executions");
+  t.plan.depth = whole<std::size_t>(j, "depth");
+  t.plan.count = whole<std::uint32_t>(j, "count");
+  t.plan.boundCuts = whole<std::uint64_t>(j, "bound_cuts");
   t.plan.digest = unhex(j.at("plan_digest"), "plan_digest");
-  if (t.subtrees == 0 || t.plan.count == 0 || t.maxExecutions == 0 || t.pieceExecutions == 0 ||
-      t.preemptionBound < -1)
-    fatal("the tree's subtrees, count, max_executions, piece_executions and preemption_bound "
-          "must be positive");
+  if (t.subtrees == 0 || t.plan.count == 0 || t.maxExecutions == 0 || t.pieceExecutions == 0)
+    fatal("the tree's subtrees, count, max_executions and piece_executions must be positive");
   return t;
 }
 
@@ -92,8 +97,9 @@ json open(const std::string &path, const char *format) {
   }
   if (!j.is_object() || !j.contains("format") || j["format"] != format)
     fatal("{}: not an {} file", path, format);
-  if (j.value("version", 0) != 1)
-    fatal("{}: version {} of {} is not supported (1 is)", path, j.value("version", 0), format);
+  if (!j.contains("version") || j["version"] != 1)
+    fatal("{}: version {} of {} is not supported (1 is)", path,
+          j.contains("version") ? detail::quotedValue(j["version"]) : "none", format);
   if (!j.contains("digest") || !j["digest"].is_string() ||
       j["digest"].get<std::string>() != hex(digestOf(j)))
     fatal("{}: the digest does not match the content: the file was edited or damaged", path);
@@ -132,27 +138,28 @@ json resultJson(const SubtreeResult &r) {
 SubtreeResult resultOf(const json &j) {
   SubtreeResult r;
   ExploreStats &s = r.stats;
-  r.index = j.at("index").get<std::uint32_t>();
+  r.index = whole<std::uint32_t>(j, "index");
   s.complete = j.at("complete").get<bool>();
-  s.executions = j.at("executions").get<std::uint64_t>();
-  s.sleepBlocked = j.at("sleep_blocked").get<std::uint64_t>();
-  s.pruned = j.at("pruned").get<std::uint64_t>();
-  s.boundCuts = j.at("bound_cuts").get<std::uint64_t>();
-  s.eventLimitHits = j.at("event_limit_hits").get<std::uint64_t>();
-  s.decisions = j.at("decisions").get<std::uint64_t>();
-  s.events = j.at("events").get<std::uint64_t>();
-  s.maxEvents = j.at("max_events").get<std::uint64_t>();
-  s.maxPreemptions = j.at("max_preemptions").get<unsigned>();
-  r.violatingExecutions = j.at("violating_executions").get<std::uint64_t>();
+  s.executions = whole<std::uint64_t>(j, "executions");
+  s.sleepBlocked = whole<std::uint64_t>(j, "sleep_blocked");
+  s.pruned = whole<std::uint64_t>(j, "pruned");
+  s.boundCuts = whole<std::uint64_t>(j, "bound_cuts");
+  s.eventLimitHits = whole<std::uint64_t>(j, "event_limit_hits");
+  s.decisions = whole<std::uint64_t>(j, "decisions");
+  s.events = whole<std::uint64_t>(j, "events");
+  s.maxEvents = whole<std::uint64_t>(j, "max_events");
+  s.maxPreemptions = whole<unsigned>(j, "max_preemptions");
+  r.violatingExecutions = whole<std::uint64_t>(j, "violating_executions");
   for (const json &h : j.at("states"))
     r.states.push_back(unhex(h, "a state"));
   s.distinctStates = r.states.size();
   if (j.contains("counterexample")) {
     const json &c = j["counterexample"];
     Counterexample cex;
-    cex.choices = c.at("choices").get<std::vector<std::uint32_t>>();
-    cex.preemptions = c.at("preemptions").get<unsigned>();
-    cex.events = c.at("events").get<std::uint64_t>();
+    for (const json &choice : c.at("choices").get_ref<const json::array_t &>())
+      cex.choices.push_back(detail::wholeNumber<std::uint32_t>(choice, "", "choices"));
+    cex.preemptions = whole<unsigned>(c, "preemptions");
+    cex.events = whole<std::uint64_t>(c, "events");
     cex.logHash = unhex(c.at("log_fnv1a"), "log_fnv1a");
     r.counterexample = cex;
   }
@@ -231,7 +238,8 @@ SubtreeJob loadSubtreeJob(const std::string &path) {
   return parsing(path, [&] {
     SubtreeJob job;
     job.tree = treeOf(j.at("tree"), path);
-    job.subtrees = j.at("subtrees").get<std::vector<std::uint32_t>>();
+    for (const json &i : j.at("subtrees").get_ref<const json::array_t &>())
+      job.subtrees.push_back(detail::wholeNumber<std::uint32_t>(i, "", "subtrees"));
     if (job.subtrees.empty())
       fatal("it names no subtree");
     for (std::uint32_t i : job.subtrees)
@@ -251,7 +259,7 @@ SubtreeResults loadSubtreeResults(const std::string &path) {
       if (one.index >= r.tree.plan.count)
         fatal("subtree {} does not exist (the tree has {})", one.index, r.tree.plan.count);
       if (!r.results.emplace(one.index, std::move(one)).second)
-        fatal("subtree {} appears twice", e.at("index").get<std::uint32_t>());
+        fatal("subtree {} appears twice", whole<std::uint32_t>(e, "index"));
     }
     return r;
   });

@@ -5,6 +5,8 @@
 
 #include "ftsim/verify/replay/Timeline.h"
 
+#include "WholeNumber.h"
+
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/OneLine.h"
 
@@ -142,14 +144,6 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
       fatal("{}: not a replay file: missing '{}'", origin, key);
     return obj.at(key);
   };
-  // A count or an index: a JSON whole number that fits T. nlohmann's get<T>() would convert a
-  // negative number modulo 2^N and a fraction or an out-of-range float by an undefined cast.
-  auto whole = [&]<typename T>(const nlohmann::json &value, const char *key, T) -> T {
-    if (!value.is_number_unsigned() || value.get<std::uint64_t>() > std::numeric_limits<T>::max())
-      fatal("{}: '{}' must be a whole number from 0 to {}, not {}", origin, key,
-            std::numeric_limits<T>::max(), value.dump());
-    return static_cast<T>(value.get<std::uint64_t>());
-  };
   try {
     if (field(j, "format") != "ftsim-replay")
       fatal("{}: not a replay file (format is not \"ftsim-replay\")", origin);
@@ -170,7 +164,7 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
             kContinue);
     for (const nlohmann::json &choice : choices) {
       if (!choice.is_object()) {
-        const auto answer = whole(choice, "choices", std::uint32_t{});
+        const auto answer = detail::wholeNumber<std::uint32_t>(choice, origin, "choices");
         if (answer == kContinuationChoice)
           fatal("{}: 'choices' holds {}, which is no option (the continuation's answers are "
                 "stored as {{\"{}\": N}})",
@@ -182,7 +176,7 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
         fatal("{}: a run in 'choices' must be {{\"{}\": N}}, not {}", origin, kContinue,
               choice.dump());
       // A run longer than the scenario's events cannot fit it (one decision per event at most).
-      const auto run = whole(choice.at(kContinue), "choices", std::uint64_t{});
+      const auto run = detail::wholeNumber<std::uint64_t>(choice.at(kContinue), origin, "choices");
       if (run > s.bounds.maxEvents)
         fatal("{}: a run of {} decisions in 'choices' is longer than the scenario's max_events "
               "({})",
@@ -195,8 +189,8 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
               kContinue, j.at("then").dump());
       c.continues = true;
     }
-    c.preemptions = whole(field(j, "preemptions"), "preemptions", unsigned{});
-    c.events = whole(field(j, "events"), "events", std::uint64_t{});
+    c.preemptions = detail::wholeNumber<unsigned>(field(j, "preemptions"), origin, "preemptions");
+    c.events = detail::wholeNumber<std::uint64_t>(field(j, "events"), origin, "events");
     const std::string hash = field(j, "log_fnv1a").get<std::string>();
     try {
       std::size_t used = 0;
@@ -209,7 +203,8 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
     const nlohmann::json &e = field(j, "expect");
     c.violation.oracle = field(e, "oracle").get<std::string>();
     c.violation.message = field(e, "summary").get<std::string>(); // compared as a summary
-    c.violation.event = whole(field(e, "event"), "expect.event", std::uint64_t{});
+    c.violation.event =
+        detail::wholeNumber<std::uint64_t>(field(e, "event"), origin, "expect.event");
     c.violation.decoded = field(e, "decoded").get<std::string>();
     c.violation.bytes = parseHexBytes(field(e, "bytes").get<std::string>(), origin);
     // Every part as written (checked once every field is well-formed): an edited file is refused
@@ -230,12 +225,8 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
 } // namespace
 
 ReplayFile parseReplay(const std::string &text, const std::string &origin) {
-  // The messages quote what the file holds (expect.bytes, log_fnv1a): one line whatever it is.
-  try {
-    return parseReplayText(text, origin);
-  } catch (const FatalError &e) {
-    throw FatalError(oneLine(e.what()));
-  }
+  // The messages quote what the file holds (expect.bytes, log_fnv1a).
+  return withOneLineErrors([&] { return parseReplayText(text, origin); });
 }
 
 ReplayFile loadReplayFile(const std::string &path) {

@@ -8,6 +8,7 @@
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/InputFile.h"
+#include "ftsim/arch/OneLine.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
 #include <fmt/format.h>
@@ -104,13 +105,16 @@ arch::ProtocolProgram parseProtocolTable(const toml::table &root, const std::str
 }
 
 arch::ProtocolProgram parseProtocolText(const std::string &text, const std::string &origin) {
-  toml::table root;
-  try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error &e) {
-    fatal("{}: line {}: {}", origin, e.source().begin.line, e.description());
-  }
-  return parseProtocolTable(root, origin, "");
+  // The messages quote keys, values and toml++'s descriptions of what it saw.
+  return withOneLineErrors([&] {
+    toml::table root;
+    try {
+      root = toml::parse(text, origin);
+    } catch (const toml::parse_error &e) {
+      fatal("{}: line {}: {}", origin, e.source().begin.line, e.description());
+    }
+    return parseProtocolTable(root, origin, "");
+  });
 }
 
 arch::ProtocolProgram readProtocolFile(const std::string &path) {

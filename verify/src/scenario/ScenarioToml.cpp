@@ -398,13 +398,7 @@ Scenario parseScenarioText(const std::string &text, const std::string &origin) {
 } // namespace
 
 Scenario parseScenario(const std::string &text, const std::string &origin) {
-  // The messages quote keys, values and toml++'s descriptions of what it saw ("saw '\n'"): one
-  // line whatever the file holds.
-  try {
-    return parseScenarioText(text, origin);
-  } catch (const FatalError &e) {
-    throw FatalError(oneLine(e.what()));
-  }
+  return withOneLineErrors([&] { return parseScenarioText(text, origin); });
 }
 
 Scenario loadScenarioFile(const std::string &path) {

@@ -1,0 +1,52 @@
+#pragma once
+// Counts and indices read from the JSON files a user hands to ftsim (replay files, subtree job,
+// result and checkpoint files). nlohmann's get<T>() would wrap a negative number modulo 2^N and
+// convert a fraction or an out-of-range float by an undefined cast; these accept only a JSON whole
+// number that fits, and say which key held what otherwise, in one line.
+
+#include "ftsim/arch/Error.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace ftsim::verify::detail {
+
+// What a message quotes of a bad value: its JSON text, cut short.
+template <typename Json> std::string quotedValue(const Json &value) {
+  std::string text = value.dump(); // compact, and strings escaped: one line
+  if (text.size() > 40)
+    text = text.substr(0, 37) + "...";
+  return text;
+}
+
+// `value` as a T from 0 to T's maximum; FatalError "ORIGIN: 'KEY' must be ..." (no "ORIGIN: "
+// when `origin` is empty).
+template <typename T, typename Json>
+T wholeNumber(const Json &value, std::string_view origin, std::string_view key) {
+  if (!value.is_number_unsigned() ||
+      value.template get<std::uint64_t>() > std::numeric_limits<T>::max())
+    fatal("{}{}'{}' must be a whole number from 0 to {}, not {}", origin,
+          origin.empty() ? "" : ": ", key, std::numeric_limits<T>::max(), quotedValue(value));
+  return static_cast<T>(value.template get<std::uint64_t>());
+}
+
+// `value` as an int from `lowest` to INT_MAX (a bound where -1 means none).
+template <typename Json>
+int boundNumber(const Json &value, std::string_view origin, std::string_view key, int lowest) {
+  constexpr int highest = std::numeric_limits<int>::max();
+  const bool fits = value.is_number_unsigned()
+                        ? value.template get<std::uint64_t>() <= std::uint64_t{highest}
+                        : value.is_number_integer() &&
+                              value.template get<std::int64_t>() >= lowest &&
+                              value.template get<std::int64_t>() <= highest;
+  if (!fits)
+    fatal("{}{}'{}' must be a whole number from {} to {}, not {}", origin,
+          origin.empty() ? "" : ": ", key, lowest, highest, quotedValue(value));
+  return static_cast<int>(value.template get<std::int64_t>());
+}
+
+} // namespace ftsim::verify::detail
