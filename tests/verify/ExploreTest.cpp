@@ -520,6 +520,14 @@ TEST(Replay, AnyMalformedFileIsAOneLineError) {
   }
   EXPECT_NE(fatalMessage([] { parseReplay("[1e400]", "x.json"); }).find("x.json: not JSON"),
             std::string::npos);
+  // A run in 'choices' nested 400,000 deep: its message's dump() recursed until the stack ran out
+  // (`ftsim replay` died of SIGSEGV). Values nest at most 64 deep.
+  const std::string deep = std::string(400000, '[') + std::string(400000, ']');
+  std::string nested = json;
+  ASSERT_NE(nested.find("\"choices\": []"), std::string::npos) << nested;
+  nested.replace(nested.find("\"choices\": []"), 13, "\"choices\": [{\"x\": " + deep + "}]");
+  const std::string message = fatalMessage([&] { parseReplay(nested, "x.json"); });
+  EXPECT_EQ(message, "x.json: not JSON of ftsim's (values nested more than 64 deep)");
 }
 
 // --- Mutation score ------------------------------------------------------------------------------

@@ -122,6 +122,33 @@ TEST(SubtreeFiles, ResealedFilesWithBadValuesAreRefusedNamingTheKey) {
   EXPECT_LT(longValue.size(), path.size() + 200) << longValue;
 }
 
+// A file nested 400,000 deep: the digest check's dump() recursed until the stack ran out
+// (`ftsim check --subtree` died of SIGSEGV). Values nest at most 64 deep.
+TEST(SubtreeFiles, DeeplyNestedFilesAreRefusedNotACrash) {
+  const test::TempDir dir;
+  const std::string path = dir / "deep.json";
+  const std::string deep = std::string(400000, '[') + std::string(400000, ']');
+  std::ofstream(path) << "{\"format\": \"ftsim-subtrees\", \"version\": 1, \"x\": " << deep
+                      << ", \"digest\": \"0x0\"}";
+  const std::string expected = path + ": not JSON of ftsim's (values nested more than 64 deep)";
+  for (const auto &load : {+[](const std::string &p) { (void)loadSubtreeJob(p); },
+                           +[](const std::string &p) { (void)loadSubtreeResults(p); }}) {
+    try {
+      load(path);
+      ADD_FAILURE() << "accepted";
+    } catch (const FatalError &e) {
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+  }
+  try {
+    (void)subtreeResultFromJson("{\"index\": " + deep + "}");
+    ADD_FAILURE() << "accepted";
+  } catch (const FatalError &e) {
+    EXPECT_NE(std::string(e.what()).find("nested more than 64 deep"), std::string::npos)
+        << e.what();
+  }
+}
+
 // The messages between MPI ranks go through the same checks.
 TEST(SubtreeFiles, ASubtreeResultMessageWithABadCountIsRefused) {
   SubtreeResult one;

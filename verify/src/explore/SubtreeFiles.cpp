@@ -6,7 +6,7 @@
 #include "ftsim/arch/InputFile.h"
 #include "ftsim/verify/check/Check.h"
 
-#include "../replay/WholeNumber.h"
+#include "../replay/JsonInput.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -29,7 +29,7 @@ constexpr std::uint64_t kMaxSubtreeFileBytes = 1ull << 30;
 
 std::string hex(std::uint64_t v) { return fmt::format("{:#018x}", v); }
 
-// The field `key` of `j`, a count or an index (WholeNumber.h).
+// The field `key` of `j`, a count or an index (JsonInput.h).
 template <typename T> T whole(const json &j, const char *key) {
   return detail::wholeNumber<T>(j.at(key), "", key);
 }
@@ -89,12 +89,7 @@ std::string seal(json j) {
 // Parses `path` as a file of `format`, checks its version and digest; FatalError naming it.
 json open(const std::string &path, const char *format) {
   const std::string text = readInputFile(path, "subtree file", kMaxSubtreeFileBytes);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const nlohmann::json::exception &) {
-    fatal("{}: not a JSON file", path);
-  }
+  json j = detail::parseJsonInput<json>(text, path);
   if (!j.is_object() || !j.contains("format") || j["format"] != format)
     fatal("{}: not an {} file", path, format);
   if (!j.contains("version") || j["version"] != 1)
@@ -268,7 +263,8 @@ SubtreeResults loadSubtreeResults(const std::string &path) {
 std::string subtreeResultToJson(const SubtreeResult &result) { return resultJson(result).dump(); }
 
 SubtreeResult subtreeResultFromJson(const std::string &text) {
-  return parsing("a subtree result", [&] { return resultOf(json::parse(text)); });
+  return parsing("a subtree result",
+                 [&] { return resultOf(detail::parseJsonInput<json>(text, "a subtree result")); });
 }
 
 void writeFileAtomically(const std::string &path, const std::string &text) {

@@ -5,7 +5,7 @@
 
 #include "ftsim/verify/replay/Timeline.h"
 
-#include "WholeNumber.h"
+#include "JsonInput.h"
 
 #include "ftsim/arch/Error.h"
 #include "ftsim/arch/OneLine.h"
@@ -132,13 +132,7 @@ arch::Bytes parseHexBytes(const std::string &text, const std::string &origin) {
 
 namespace {
 ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception &e) {
-    // parse_error, and out_of_range for a number too large for a double ("1e400").
-    fatal("{}: not JSON ({})", origin, e.what());
-  }
+  const auto j = detail::parseJsonInput<nlohmann::json>(text, origin);
   auto field = [&](const nlohmann::json &obj, const char *key) -> const nlohmann::json & {
     if (!obj.is_object() || !obj.contains(key))
       fatal("{}: not a replay file: missing '{}'", origin, key);

@@ -1,8 +1,10 @@
 #pragma once
-// Counts and indices read from the JSON files a user hands to ftsim (replay files, subtree job,
-// result and checkpoint files). nlohmann's get<T>() would wrap a negative number modulo 2^N and
-// convert a fraction or an out-of-range float by an undefined cast; these accept only a JSON whole
-// number that fits, and say which key held what otherwise, in one line.
+// Reading the JSON files a user hands to ftsim (replay files; subtree job, result and checkpoint
+// files) and the subtree results MPI ranks send: the text parsed with a bound on nesting, and
+// counts and indices that are whole numbers. nlohmann parses values nested to any depth, but its
+// dump() and comparisons recurse (a file of 400,000 '[' crashed the digest check with a stack
+// overflow); its get<T>() wraps a negative number modulo 2^N and converts a fraction or an
+// out-of-range float by an undefined cast. Every refusal is one line naming the key or the file.
 
 #include "ftsim/arch/Error.h"
 
@@ -14,6 +16,27 @@
 #include <string_view>
 
 namespace ftsim::verify::detail {
+
+// How deep values may nest: ftsim's own files nest at most 5 deep.
+inline constexpr int kMaxJsonDepth = 64;
+
+// `text` as a Json value; FatalError "ORIGIN: not JSON (...)" for a syntax error, a number too
+// large for a double, or values nested deeper than kMaxJsonDepth.
+template <typename Json> Json parseJsonInput(const std::string &text, std::string_view origin) {
+  struct TooDeep {};
+  try {
+    return Json::parse(text, [](int depth, typename Json::parse_event_t, Json &) {
+      if (depth > kMaxJsonDepth)
+        throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep &) {
+    fatal("{}: not JSON of ftsim's (values nested more than {} deep)", origin, kMaxJsonDepth);
+  } catch (const typename Json::exception &e) {
+    // parse_error, and out_of_range for a number too large for a double ("1e400").
+    fatal("{}: not JSON ({})", origin, e.what());
+  }
+}
 
 // What a message quotes of a bad value: its JSON text, cut short.
 template <typename Json> std::string quotedValue(const Json &value) {
