@@ -151,7 +151,8 @@ void run(const CheckFlags &f, CLI::App *cmd, CommandResult &result) {
     cp.path = f.checkpoint.empty() ? f.resume : f.checkpoint;
     if (cp.path.empty())
       fatal("--checkpoint-every without --checkpoint FILE");
-    checkWritable(cp.path, "--checkpoint");
+    // --resume alone saves to the file it resumes from: name the flag the user gave.
+    checkWritable(cp.path, f.checkpoint.empty() ? "--resume" : "--checkpoint");
     if (f.checkpointEvery) {
       if (!(*f.checkpointEvery > 0 && *f.checkpointEvery <= 1e6))
         fatal("--checkpoint-every {}: use a number of seconds above 0 and at most 1000000",

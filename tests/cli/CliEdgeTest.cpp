@@ -95,6 +95,10 @@ TEST(CliEdges, CheckpointIntervalsOutsideTheirRangeSaySo) {
     expectOneLineError("check --protocol int3 --checkpoint " + cp + " --checkpoint-every " + every,
                        "--checkpoint-every: '" + std::string(every) + "' is not a finite number");
   EXPECT_FALSE(std::filesystem::exists(cp)); // nothing written where the run was refused
+  // --resume alone saves to the file it resumes from; a directory there named --checkpoint,
+  // which the command line did not hold.
+  expectOneLineError("check --protocol int3 --resume " + dir.string(),
+                     "--resume " + dir.string() + ": exists and is not a regular file");
   // CLI11's own range check let NaN through: fuzz ran until it found something.
   expectOneLineError("fuzz --seconds nan", "--seconds: 'nan' is not a finite number");
   expectOneLineError("repro --first-times --first-limit nan torn-nop-to-call", "--first-limit");
