@@ -86,8 +86,10 @@ std::string scenarioDir();
 std::string resolveScenarioPath(const std::string &file);
 // Resolves --image: a built-in flavour name (the registry's Arch::guestFlavours: x86_64-fentry,
 // x86_64-mcount, ppc32-mcount, ppc32-pfe) or a path to a linked ELF image. Empty `image` selects
-// the architecture's default flavour.
-std::string resolveImagePath(const std::string &arch, const std::string &image);
+// the architecture's default flavour. `scenario`: the name of the scenario whose code.image and
+// arch these are (errors then name its keys, not --image and --arch); empty for the flags.
+std::string resolveImagePath(const std::string &arch, const std::string &image,
+                             const std::string &scenario = {});
 // What a harness needs from the command line's environment: the scenario's guest image, resolved
 // as above.
 verify::HarnessEnv harnessEnv();

@@ -84,12 +84,19 @@ const arch::Arch &executableArch(const std::string &name) {
   return arch::archByName(name);
 }
 
-std::string resolveImagePath(const std::string &arch, const std::string &image) {
+std::string resolveImagePath(const std::string &arch, const std::string &image,
+                             const std::string &scenario) {
+  // How the error names what the user wrote: the flags, or the scenario's keys.
+  const std::string imageWord =
+      scenario.empty() ? "--image " + image : scenario + ": code.image '" + image + "'";
+  const std::string archWord = scenario.empty() ? "--arch " + arch : "its arch " + arch;
   std::string name = image;
   if (name.empty()) {
     const std::vector<std::string> own = arch::archByName(arch).guestFlavours();
     if (own.empty())
-      fatal("--arch {} has no built-in guest image: give --image", arch);
+      fatal("{} has no built-in guest image: give {}",
+            scenario.empty() ? "--arch " + arch : scenario + ": arch " + arch,
+            scenario.empty() ? "--image" : "code.image");
     name = own.front();
   }
   std::vector<std::string> builtins;
@@ -102,7 +109,7 @@ std::string resolveImagePath(const std::string &arch, const std::string &image) 
     }
   if (owner) {
     if (owner->name() != arch)
-      fatal("--image {} is a built-in image for another architecture than --arch {}", name, arch);
+      fatal("{} is a built-in image for another architecture than {}", imageWord, archWord);
     const std::string path = guestDir() + "/" + name + "/kernel.elf";
     if (!std::filesystem::exists(path))
       fatal("built-in image {} not found at {} ({})", name, path,
@@ -111,14 +118,16 @@ std::string resolveImagePath(const std::string &arch, const std::string &image) 
     return path;
   }
   if (!std::filesystem::exists(name))
-    fatal("--image {}: no such file, and not a built-in image (built-in: {})", name,
+    fatal("{}: no such file, and not a built-in image (built-in: {})", imageWord,
           fmt::join(builtins, ", "));
   return name;
 }
 
 verify::HarnessEnv harnessEnv() {
   verify::HarnessEnv env;
-  env.imagePath = [](const verify::Scenario &s) { return resolveImagePath(s.arch, s.image); };
+  env.imagePath = [](const verify::Scenario &s) {
+    return resolveImagePath(s.arch, s.image, s.name);
+  };
   return env;
 }
 

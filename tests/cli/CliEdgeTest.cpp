@@ -194,6 +194,27 @@ TEST(CliEdges, ARunawayGuestStopsAtTheEventBudgetAndSaysSo) {
   expectOneLineError("trace --arch x86_64 --max-events 0", "--max-events");
 }
 
+// A scenario's code.image that was not an image was reported as the --image and --arch flags,
+// which the command line did not hold; it names the scenario and its key now.
+TEST(CliEdges, ABadImageIsNamedAsTheUserWroteIt) {
+  expectOneLineError("boot --arch x86_64 --image nosuch",
+                     "--image nosuch: no such file, and not a built-in image (built-in: ");
+  expectOneLineError("boot --arch x86_64 --image ppc32-pfe",
+                     "--image ppc32-pfe is a built-in image for another architecture than --arch "
+                     "x86_64");
+  const ftsim::test::TempDir dir;
+  for (const auto &[image, says] :
+       {std::pair<std::string, std::string>{
+            "nosuch", "img: code.image 'nosuch': no such file, and not a built-in image"},
+        {"ppc32-pfe", "img: code.image 'ppc32-pfe' is a built-in image for another architecture "
+                      "than its arch x86_64"}}) {
+    std::ofstream(dir / "img.toml", std::ios::trunc)
+        << "arch = \"x86_64\"\nprotocol = \"int3\"\ncpus = 2\n[code]\nkind = \"kernel\"\n"
+        << "image = \"" << image << "\"\n[engine]\nworkloads = [\"sched\"]\n";
+    expectOneLineError("check --scenario " + (dir / "img.toml"), says);
+  }
+}
+
 // `mcount` on a -fpatchable-function-entry object printed nothing at all: its sites are in
 // __patchable_function_entries, and an object without any site says so.
 TEST(CliEdges, McountListsPatchableEntriesAndSaysWhenThereAreNoSites) {
