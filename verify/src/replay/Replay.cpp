@@ -144,7 +144,7 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
     if (field(j, "version") != 2)
       fatal("{}: replay format version {} is not supported (2 is: the version with digests; "
             "write the file again with ftsim check)",
-            origin, field(j, "version").dump());
+            origin, detail::quotedValue(field(j, "version")));
     ReplayFile file;
     file.scenario = parseScenario(field(j, "scenario").get<std::string>(), origin + " (scenario)");
     const Scenario &s = file.scenario;
@@ -168,7 +168,7 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
       }
       if (choice.size() != 1 || !choice.contains(kContinue))
         fatal("{}: a run in 'choices' must be {{\"{}\": N}}, not {}", origin, kContinue,
-              choice.dump());
+              detail::quotedValue(choice));
       // A run longer than the scenario's events cannot fit it (one decision per event at most).
       const auto run = detail::wholeNumber<std::uint64_t>(choice.at(kContinue), origin, "choices");
       if (run > s.bounds.maxEvents)
@@ -180,7 +180,7 @@ ReplayFile parseReplayText(const std::string &text, const std::string &origin) {
     if (j.contains("then")) {
       if (j.at("then") != kContinue)
         fatal("{}: 'then' must be \"{}\" (the continuation after the choices), not {}", origin,
-              kContinue, j.at("then").dump());
+              kContinue, detail::quotedValue(j.at("then")));
       c.continues = true;
     }
     c.preemptions = detail::wholeNumber<unsigned>(field(j, "preemptions"), origin, "preemptions");
