@@ -9,7 +9,6 @@
 #include "ftsim/verify/explore/Explore.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
-#include "ResealedSubtreeFile.h"
 #include "TempDir.h"
 
 #include <gtest/gtest.h>
@@ -57,7 +56,7 @@ void writeResealed(const std::string &path, const std::string &text,
                    const std::function<void(json &)> &edit) {
   json j = json::parse(text);
   edit(j);
-  std::ofstream(path, std::ios::trunc) << test::resealedSubtreeFile(j);
+  std::ofstream(path, std::ios::trunc) << resealedSubtreeFile(j.dump());
 }
 
 template <typename Load>

@@ -260,6 +260,13 @@ SubtreeResults loadSubtreeResults(const std::string &path) {
   });
 }
 
+std::string resealedSubtreeFile(const std::string &text) {
+  json j = detail::parseJsonInput<json>(text, "a subtree file");
+  if (!j.is_object())
+    fatal("a subtree file: not a JSON object");
+  return seal(std::move(j));
+}
+
 std::string subtreeResultToJson(const SubtreeResult &result) { return resultJson(result).dump(); }
 
 SubtreeResult subtreeResultFromJson(const std::string &text) {

@@ -15,7 +15,6 @@
 
 #include <exception>
 #include <fstream>
-#include <limits>
 
 namespace ftsim::verify {
 

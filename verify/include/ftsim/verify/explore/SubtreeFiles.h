@@ -62,6 +62,11 @@ std::string subtreeResultsJson(const SubtreeResults &results);
 SubtreeJob loadSubtreeJob(const std::string &path);
 SubtreeResults loadSubtreeResults(const std::string &path);
 
+// `text`, a JSON object, written out again with the digest that matches its content (the sealing
+// every file above gets): for tests and the fuzzer, which edit files and must reach the checks
+// behind the digest. FatalError when `text` is not a JSON object.
+std::string resealedSubtreeFile(const std::string &text);
+
 // One subtree's result as compact JSON (the messages between MPI ranks); FatalError when `text`
 // is not one.
 std::string subtreeResultToJson(const SubtreeResult &result);
