@@ -10,7 +10,7 @@ namespace ftsim::arch {
 
 std::uint32_t CmodxCheckedPort::wordAt(std::uint64_t addr, bool &ok) {
   std::uint8_t b[4] = {};
-  ok = inner_.readText(addr, b);
+  ok = inner().readText(addr, b);
   return ok ? ppc32::wordOf(b) : 0;
 }
 
@@ -30,7 +30,7 @@ void CmodxCheckedPort::flag(std::uint64_t addr, std::uint32_t oldWord, std::uint
 
 bool CmodxCheckedPort::writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) {
   if (!live_)
-    return inner_.writeText(addr, bytes);
+    return inner().writeText(addr, bytes);
   if (addr % 4 != 0 || bytes.size() % 4 != 0) {
     flag(addr, 0, 0, fmt::format("{} bytes not as aligned words", bytes.size()));
   } else {
@@ -51,7 +51,7 @@ bool CmodxCheckedPort::writeText(std::uint64_t addr, std::span<const std::uint8_
       if (std::optional<std::uint64_t> to = ppc32::branchTarget(addr + i, oldWord))
         overwritten.push_back({addr + i, oldWord, *to});
   }
-  const bool ok = inner_.writeText(addr, bytes);
+  const bool ok = inner().writeText(addr, bytes);
   if (ok) {
     for (std::size_t i = 0; i + 4 <= bytes.size(); i += 4)
       written_[addr + i] = {gracePeriods_, syncs_};
@@ -72,7 +72,7 @@ void CmodxCheckedPort::freeText(std::uint64_t addr, std::size_t size) {
                          b.target, b.oldWord, b.site)});
         break;
       }
-  inner_.freeText(addr, size);
+  inner().freeText(addr, size);
 }
 
 void CmodxCheckedPort::check(std::uint64_t addr, std::uint32_t oldWord, std::uint32_t newWord) {

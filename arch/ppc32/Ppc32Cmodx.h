@@ -60,38 +60,25 @@ struct CmodxViolation {
 
 class CmodxCheckedPort final : public RuleCheckedPort {
 public:
-  explicit CmodxCheckedPort(MachinePort &inner) : inner_(inner) {}
+  using RuleCheckedPort::RuleCheckedPort;
 
   const std::vector<CmodxViolation> &violations() const { return violations_; }
   std::vector<std::string> findings() const override;
   void setLive(bool live) override { live_ = live; }
 
-  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
-    return inner_.readText(addr, out);
-  }
   bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override;
   void syncCores() override {
-    inner_.syncCores();
+    inner().syncCores();
     contextSynchronised(); // the IPI: every other CPU took an interrupt and its rfi
-  }
-  std::uint64_t allocText(std::size_t size, std::uint64_t nearAddress) override {
-    return inner_.allocText(size, nearAddress);
   }
   void freeText(std::uint64_t addr, std::size_t size) override;
   void synchronizeRcuTasks() override {
-    inner_.synchronizeRcuTasks();
+    inner().synchronizeRcuTasks();
     ++gracePeriods_;
   }
   void scheduleOnEachCpu() override {
-    inner_.scheduleOnEachCpu();
+    inner().scheduleOnEachCpu();
     contextSynchronised(); // every CPU ran its worker after an interrupt and its rfi
-  }
-  void publish(std::string_view what, const std::function<void()> &write) override {
-    inner_.publish(what, write);
-  }
-  void setTrapHandler(TrapHandler handler) override { inner_.setTrapHandler(std::move(handler)); }
-  void setHypercall(std::uint64_t stubAddress, Hypercall callback) override {
-    inner_.setHypercall(stubAddress, std::move(callback));
   }
 
 private:
@@ -114,7 +101,6 @@ private:
   void flag(std::uint64_t addr, std::uint32_t oldWord, std::uint32_t newWord, std::string why);
   std::uint32_t wordAt(std::uint64_t addr, bool &ok);
 
-  MachinePort &inner_;
   bool live_ = true;
   std::uint64_t gracePeriods_ = 0;
   std::uint64_t syncs_ = 0;

@@ -6,45 +6,14 @@
 #include "Ppc32Protocols.h"
 #include "Ppc32Target.h"
 
-#include <fmt/format.h>
+#include "ftsim/arch/StoppedPort.h"
 
-#include <map>
+#include <fmt/format.h>
 
 namespace ftsim::arch {
 namespace {
 
 namespace ppc = ppc32;
-
-// Text as a flat map of words, for driving a protocol outside a machine: every store lands at
-// once, syncs and grace periods complete at once (the CMODX checker counts them).
-class WordTextPort final : public MachinePort {
-public:
-  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      auto it = bytes_.find(addr + i);
-      if (it == bytes_.end())
-        return false;
-      out[i] = it->second;
-    }
-    return true;
-  }
-  bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
-    for (std::size_t i = 0; i < bytes.size(); ++i)
-      bytes_[addr + i] = bytes[i];
-    return true;
-  }
-  void syncCores() override {}
-  std::uint64_t allocText(std::size_t, std::uint64_t) override { return 0; }
-  void freeText(std::uint64_t, std::size_t) override {}
-  void synchronizeRcuTasks() override {}
-  void scheduleOnEachCpu() override {}
-  void publish(std::string_view, const std::function<void()> &write) override { write(); }
-  void setTrapHandler(TrapHandler) override {}
-  void setHypercall(std::uint64_t, Hypercall) override {}
-
-private:
-  std::map<std::uint64_t, std::uint8_t> bytes_;
-};
 
 class CmodxRule final : public LivePatchingRule {
 public:
@@ -68,7 +37,7 @@ private:
 // it returns: Linux's does not (c96f83856f56).
 std::optional<std::string> CmodxRule::checkProtocol(PatchProtocol &protocol) const {
   constexpr std::uint64_t kSite = 0xc0001008, kCaller = 0xbfff0100, kRegsCaller = 0xbfff0040;
-  WordTextPort text;
+  ByteMapPort text; // every store lands at once, syncs and grace periods at once
   const bool slot = patchesMflrSlot(protocol);
   text.writeText(kSite - 4, ppc::wordBytes(slot ? ppc::kNop : ppc::kMflrR0));
   text.writeText(kSite, ppc::wordBytes(ppc::kNop));

@@ -2,6 +2,8 @@
 
 #include "ftsim/kernel/SiteTargets.h"
 
+#include "ftsim/arch/ForwardingPort.h"
+
 #include <algorithm>
 
 namespace ftsim::kernel {
@@ -55,41 +57,21 @@ std::vector<arch::Bytes> SiteTargets::legal(std::uint64_t ip) const {
 
 namespace {
 
-class SyncObservingPort final : public arch::MachinePort {
+// Forwards to the patcher's port and tells when every CPU has synchronised.
+class SyncObservingPort final : public arch::ForwardingPort {
 public:
   SyncObservingPort(arch::MachinePort &inner, std::function<void()> synced)
-      : inner_(inner), synced_(std::move(synced)) {}
-  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
-    return inner_.readText(addr, out);
-  }
-  bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
-    return inner_.writeText(addr, bytes);
-  }
+      : ForwardingPort(inner), synced_(std::move(synced)) {}
   void syncCores() override {
-    inner_.syncCores();
+    inner().syncCores();
     synced_();
   }
-  std::uint64_t allocText(std::size_t size, std::uint64_t nearAddress) override {
-    return inner_.allocText(size, nearAddress);
-  }
-  void freeText(std::uint64_t addr, std::size_t size) override { inner_.freeText(addr, size); }
-  void synchronizeRcuTasks() override { inner_.synchronizeRcuTasks(); }
   void scheduleOnEachCpu() override {
-    inner_.scheduleOnEachCpu();
+    inner().scheduleOnEachCpu();
     synced_();
-  }
-  void publish(std::string_view what, const std::function<void()> &write) override {
-    inner_.publish(what, write);
-  }
-  void setTrapHandler(arch::TrapHandler handler) override {
-    inner_.setTrapHandler(std::move(handler));
-  }
-  void setHypercall(std::uint64_t stubAddress, arch::Hypercall callback) override {
-    inner_.setHypercall(stubAddress, std::move(callback));
   }
 
 private:
-  arch::MachinePort &inner_;
   std::function<void()> synced_;
 };
 

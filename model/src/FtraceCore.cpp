@@ -108,7 +108,6 @@ DynFtrace *FtraceCore::lookupRecord(std::uint64_t ip) {
 }
 
 // --- ftrace_bug
-// ------------------------------------------------------------------------------------
 
 void FtraceCore::ftraceBug(PatchStatus failure, BugType type, const DynFtrace &rec,
                            const arch::Bytes &expected, bool killAfter) {

@@ -153,7 +153,6 @@ void TraceFs::updateGraphCaller() {
 }
 
 // --- set_graph_function
-// ---------------------------------------------------------------------------
 
 void TraceFs::writeGraphHash(bool notrace, std::string_view value, bool append) {
   FtraceHash &target = notrace ? graphNotraceHash_ : graphHash_;
@@ -190,7 +189,6 @@ std::string TraceFs::readGraphHash(bool notrace) const {
 }
 
 // --- files
-// -----------------------------------------------------------------------------------------
 
 unsigned long TraceFs::number(std::string_view file, std::string_view value) const {
   const auto n = parseNumber(value);

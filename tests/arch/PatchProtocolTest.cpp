@@ -4,6 +4,8 @@
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/ForwardingPort.h"
+#include "ftsim/arch/StoppedPort.h"
 
 #include <gtest/gtest.h>
 
@@ -16,21 +18,14 @@ using namespace ftsim::arch;
 namespace {
 
 // A stopped machine: text in a map, every operation appended to a timeline.
-class RecordingPort final : public MachinePort {
+class RecordingPort final : public ByteMapPort {
 public:
-  std::map<std::uint64_t, std::uint8_t> text;
   std::vector<std::string> timeline;
   TrapHandler trapHandler;
   std::size_t syncs = 0;
 
-  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
-    for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = text.at(addr + i);
-    return true;
-  }
   bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
-    for (std::size_t i = 0; i < bytes.size(); ++i)
-      text[addr + i] = bytes[i];
+    ByteMapPort::writeText(addr, bytes);
     timeline.push_back(fmt::format("store {:#x} {}", addr, hexBytes(bytes)));
     return true;
   }
@@ -38,16 +33,11 @@ public:
     ++syncs;
     timeline.push_back("sync");
   }
-  std::uint64_t allocText(std::size_t, std::uint64_t) override { return 0; }
-  void freeText(std::uint64_t, std::size_t) override {}
-  void synchronizeRcuTasks() override {}
-  void scheduleOnEachCpu() override {}
   void publish(std::string_view what, const std::function<void()> &write) override {
     timeline.push_back(std::string("publish ") + std::string(what));
     write();
   }
   void setTrapHandler(TrapHandler handler) override { trapHandler = std::move(handler); }
-  void setHypercall(std::uint64_t, Hypercall) override {}
 
   Bytes bytesAt(std::uint64_t addr, std::size_t n) {
     Bytes out(n);
@@ -81,35 +71,17 @@ public:
 };
 
 // Forwards to a RecordingPort and runs a probe when the patcher enters its first sync.
-class SyncHookPort final : public MachinePort {
+class SyncHookPort final : public ForwardingPort {
 public:
   SyncHookPort(RecordingPort &inner, std::function<void()> onFirstSync)
-      : inner_(inner), onFirstSync_(std::move(onFirstSync)) {}
-  bool readText(std::uint64_t a, std::span<std::uint8_t> o) override {
-    return inner_.readText(a, o);
-  }
-  bool writeText(std::uint64_t a, std::span<const std::uint8_t> b) override {
-    return inner_.writeText(a, b);
-  }
+      : ForwardingPort(inner), onFirstSync_(std::move(onFirstSync)) {}
   void syncCores() override {
     if (syncs_++ == 0)
       onFirstSync_();
-    inner_.syncCores();
+    inner().syncCores();
   }
-  std::uint64_t allocText(std::size_t s, std::uint64_t n) override {
-    return inner_.allocText(s, n);
-  }
-  void freeText(std::uint64_t a, std::size_t s) override { inner_.freeText(a, s); }
-  void synchronizeRcuTasks() override {}
-  void scheduleOnEachCpu() override {}
-  void publish(std::string_view w, const std::function<void()> &f) override {
-    inner_.publish(w, f);
-  }
-  void setTrapHandler(TrapHandler h) override { inner_.setTrapHandler(std::move(h)); }
-  void setHypercall(std::uint64_t, Hypercall) override {}
 
 private:
-  RecordingPort &inner_;
   std::function<void()> onFirstSync_;
   std::size_t syncs_ = 0;
 };

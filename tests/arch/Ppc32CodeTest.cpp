@@ -4,13 +4,13 @@
 #include "ppc32/Ppc32Code.h"
 #include "ftsim/arch/Arch.h"
 #include "ftsim/arch/PatchProtocol.h"
+#include "ftsim/arch/StoppedPort.h"
 #include "ppc32/Ppc32Cmodx.h"
 #include "ppc32/Ppc32Protocols.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 
 namespace ftsim::arch {
 namespace {
@@ -73,34 +73,10 @@ TEST(Ppc32Code, TocSiteDisableVariants) {
 }
 
 // Text as a flat map of bytes: every store lands at once (the rule's own view of time).
-class FlatText final : public MachinePort {
+class FlatText final : public ByteMapPort {
 public:
-  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      auto it = bytes_.find(addr + i);
-      if (it == bytes_.end())
-        return false;
-      out[i] = it->second;
-    }
-    return true;
-  }
-  bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
-    for (std::size_t i = 0; i < bytes.size(); ++i)
-      bytes_[addr + i] = bytes[i];
-    return true;
-  }
-  void syncCores() override {}
-  std::uint64_t allocText(std::size_t, std::uint64_t) override { return 0; }
   void freeText(std::uint64_t, std::size_t) override { ++frees; }
-  void synchronizeRcuTasks() override {}
-  void scheduleOnEachCpu() override {}
-  void publish(std::string_view, const std::function<void()> &write) override { write(); }
-  void setTrapHandler(TrapHandler) override {}
-  void setHypercall(std::uint64_t, Hypercall) override {}
   int frees = 0;
-
-private:
-  std::map<std::uint64_t, std::uint8_t> bytes_;
 };
 
 // CMODX rule 3: freeing the text an overwritten bl reached is a violation until every other CPU

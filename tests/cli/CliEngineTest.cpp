@@ -45,7 +45,6 @@ std::string readFile(const std::string &path) {
 }
 
 // --- check --tramp-free (tramp-free-preempted: f3bea49115b2 -> 0598e4f08e3d)
-// ----------------------
 
 TEST(CliTrampFree, ImmediateFreeWithPreemptionRunsInFreedMemoryAndReplays) {
   const std::string cex = temp("tramp-free-immediate.json");

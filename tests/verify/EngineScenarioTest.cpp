@@ -418,7 +418,6 @@ TEST(EngineScenario, Ppc32MflrOrderIsJudgedByTheLivePatchingRule) {
 }
 
 // --- Replay and Chrome trace of an engine-level counterexample
-// ------------------------------------
 
 class EngineReplay : public ::testing::Test {
 protected:

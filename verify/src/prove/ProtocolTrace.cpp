@@ -1,30 +1,19 @@
 #include "ftsim/verify/prove/ProtocolTrace.h"
 
 #include "ftsim/arch/Error.h"
+#include "ftsim/arch/StoppedPort.h"
 
 #include <algorithm>
-#include <map>
 
 namespace ftsim::verify {
 namespace {
 
 // A stopped machine whose text is a byte map. Stores are split by the store model; after every
 // atomic store and publication the protocol's trap handler is asked about every site.
-class RecordingPort final : public arch::MachinePort {
+class RecordingPort final : public arch::ByteMapPort {
 public:
   RecordingPort(sim::StoreModel store, ProtocolTrace &trace) : store_(store), trace_(trace) {}
 
-  std::map<std::uint64_t, std::uint8_t> text;
-
-  bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override {
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      auto it = text.find(addr + i);
-      if (it == text.end())
-        return false;
-      out[i] = it->second;
-    }
-    return true;
-  }
   bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override {
     for (const auto &piece :
          sim::splitStores(store_, addr, static_cast<std::uint32_t>(bytes.size()))) {
@@ -32,8 +21,7 @@ public:
       step.kind = TraceStep::Kind::Store;
       step.addr = addr + piece.offset;
       step.bytes.assign(bytes.begin() + piece.offset, bytes.begin() + piece.offset + piece.size);
-      for (std::size_t i = 0; i < step.bytes.size(); ++i)
-        text[step.addr + i] = step.bytes[i];
+      ByteMapPort::writeText(step.addr, step.bytes);
       trace_.steps.push_back(step);
       addPoint(trace_.points.back().stores + 1, false);
     }
@@ -43,16 +31,11 @@ public:
     trace_.steps.push_back({TraceStep::Kind::Sync, 0, {}});
     addPoint(trace_.points.back().stores, true);
   }
-  std::uint64_t allocText(std::size_t, std::uint64_t) override { return 0; }
-  void freeText(std::uint64_t, std::size_t) override {}
-  void synchronizeRcuTasks() override {}
-  void scheduleOnEachCpu() override {}
   void publish(std::string_view, const std::function<void()> &write) override {
     write();
     addPoint(trace_.points.back().stores, false);
   }
   void setTrapHandler(arch::TrapHandler handler) override { handler_ = std::move(handler); }
-  void setHypercall(std::uint64_t, arch::Hypercall) override {}
 
   void addPoint(std::size_t stores, bool afterSync) {
     TracePoint point{stores, afterSync, {}, {}};

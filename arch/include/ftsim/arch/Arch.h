@@ -84,7 +84,6 @@ public:
   virtual bool executable() const = 0;
 
   // --- ELF
-  // ----------------------------------------------------------------------------------------
   virtual std::uint16_t elfMachine() const = 0; // EM_X86_64, EM_PPC, EM_PPC64
   virtual unsigned elfClass() const = 0;        // ELFCLASS32 or ELFCLASS64
 
@@ -134,7 +133,6 @@ public:
   virtual int unicornMode() const = 0; // uc_mode
 
   // --- ISA facts the verifier's defaults follow
-  // ---------------------------------------------------
   virtual std::string_view family() const = 0; // "x86", "powerpc"
   virtual BranchForm branchForm() const = 0;
   // Whether an aligned instruction word is stored and fetched as one piece (powerpc: a real
@@ -155,8 +153,7 @@ public:
   virtual std::vector<std::string> guestFlavours() const = 0;
 
   // --- The target's parts (nullptr / empty when the ISA has none)
-  // ---------------------------------- The protocol table, correct protocol first (PatchProtocol.h:
-  // protocolsFor, makePatchProtocol).
+  // The protocol table, correct protocol first (PatchProtocol.h: protocolsFor, makePatchProtocol).
   virtual const std::vector<ProtocolEntry> &protocolTable() const = 0;
   // Mutants that are not protocols Linux ran: e.g. a broken encoder under the correct protocol.
   virtual const std::vector<MutantEntry> &mutants() const = 0;
@@ -181,8 +178,7 @@ std::string describeBytes(const Arch &arch, std::span<const std::uint8_t> bytes,
                           std::uint64_t address);
 
 // --- Registry
-// ------------------------------------------------------------------------------------- Throws
-// FatalError naming `name` and the known architectures when `name` is not one of them.
+// Throws FatalError naming `name` and the known architectures when `name` is not one of them.
 const Arch &archByName(std::string_view name);
 // nullptr when no registered ISA matches.
 const Arch *archByElf(std::uint16_t machine, unsigned elfClass);

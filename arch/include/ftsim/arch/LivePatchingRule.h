@@ -11,6 +11,7 @@
 //  - checkProtocol(protocol): drive `protocol` through enable, retarget and disable of one site
 //    on a flat text where every store lands at once, and return the first violation.
 
+#include "ftsim/arch/ForwardingPort.h"
 #include "ftsim/arch/PatchProtocol.h"
 
 #include <memory>
@@ -21,8 +22,10 @@
 
 namespace ftsim::arch {
 
-class RuleCheckedPort : public MachinePort {
+// The port a rule watches through: it forwards every call to the port it wraps.
+class RuleCheckedPort : public ForwardingPort {
 public:
+  using ForwardingPort::ForwardingPort;
   // One line per violation of the rule, with the words decoded.
   virtual std::vector<std::string> findings() const = 0;
   // Whether other CPUs may execute the text now. A watch starts live; while it is not (boot:

@@ -60,8 +60,7 @@ public:
   virtual ~MachinePort() = default;
 
   // --- Text
-  // --------------------------------------------------------------------------------------- Read
-  // text as the patcher sees it (the canonical memory). false: not mapped (read fault).
+  // Read text as the patcher sees it (the canonical memory). false: not mapped (read fault).
   virtual bool readText(std::uint64_t addr, std::span<std::uint8_t> out) = 0;
   // Write text. The store model splits it into atomic stores, each one scheduled event; the fetch
   // model decides when each CPU's instruction view sees them. false: not writable text (write
@@ -73,33 +72,29 @@ public:
   virtual void syncCores() = 0;
 
   // --- Executable memory for trampolines
-  // ----------------------------------------------------------- Returns the address of `size` bytes
-  // of fresh executable memory, or 0 when exhausted. `nearAddress`: allocate within branch reach of
-  // it when the ISA needs that (0: anywhere).
+  // Returns the address of `size` bytes of fresh executable memory, or 0 when exhausted.
+  // `nearAddress`: allocate within branch reach of it when the ISA needs that (0: anywhere).
   virtual std::uint64_t allocText(std::size_t size, std::uint64_t nearAddress) = 0;
   // Free it: the bytes are poisoned and watched; a CPU fetching from or returning into them is the
   // trampoline-lifetime violation.
   virtual void freeText(std::uint64_t addr, std::size_t size) = 0;
 
   // --- Waiting for other CPUs and tasks
-  // -------------------------------------------------------------- synchronize_rcu_tasks(): returns
-  // once every task has passed a quiescent state (voluntary schedule, user mode, idle) since the
-  // call. Preemption is not a quiescent state.
+  // synchronize_rcu_tasks(): returns once every task has passed a quiescent state (voluntary
+  // schedule, user mode, idle) since the call. Preemption is not a quiescent state.
   virtual void synchronizeRcuTasks() = 0;
   // schedule_on_each_cpu(): returns once every CPU has run a work item in task context, i.e.
   // every CPU has scheduled once. Safe for freeing trampolines only without preemption.
   virtual void scheduleOnEachCpu() = 0;
 
   // --- Shared engine state
-  // ------------------------------------------------------------------------- A write of engine
-  // state that guest-side handlers read (the text_poke_bp vector, a pointer to an ops), made
-  // visible as one event, so that the Scheduler can put a handler's read on either side of it.
-  // `what` names it in the event log.
+  // A write of engine state that guest-side handlers read (the text_poke_bp vector, a pointer to an
+  // ops), made visible as one event, so that the Scheduler can put a handler's read on either side
+  // of it. `what` names it in the event log.
   virtual void publish(std::string_view what, const std::function<void()> &write) = 0;
 
   // --- Handlers
-  // ------------------------------------------------------------------------------------ Installed
-  // by the arch patch protocol (e.g. the x86 int3 handler, poke_int3_handler).
+  // Installed by the arch patch protocol (e.g. the x86 int3 handler, poke_int3_handler).
   virtual void setTrapHandler(TrapHandler handler) = 0;
   // Bind a host callback to a guest stub address (the stub is a trap followed by a return).
   virtual void setHypercall(std::uint64_t stubAddress, Hypercall callback) = 0;

@@ -5,6 +5,7 @@
 #include "ftsim/arch/Image.h"
 #include "ftsim/arch/PatchProtocol.h"
 #include "ftsim/arch/SiteHooks.h"
+#include "ftsim/arch/StoppedPort.h"
 #include "ftsim/model/FtraceCore.h"
 #include "ftsim/model/Symbolizer.h"
 
@@ -18,24 +19,13 @@ Symbolizer imageSymbolizer(const arch::Image &image);
 // mcountLocs = image.mcountLocs; isKernelText = inside an executable segment.
 BootOptions imageBootOptions(const arch::Image &image);
 
-// The machine as ftrace_init() finds it: one CPU, no other task, text writable in place
-// (text_poke_early). Reads and writes go to the image's bytes; a core sync, an RCU-tasks grace
-// period and schedule_on_each_cpu() complete at once because nothing else runs yet. There is no
-// executable memory to allocate before the machine starts (allocText returns 0), and no trap can
-// happen, so handlers are not kept.
-class BootTextPort final : public arch::MachinePort {
+// The machine as ftrace_init() finds it: one CPU, no other task (arch::StoppedPort), text
+// writable in place (text_poke_early): reads and writes go to the image's bytes.
+class BootTextPort final : public arch::StoppedPort {
 public:
   explicit BootTextPort(arch::Image &image) : image_(image) {}
   bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override;
   bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override;
-  void syncCores() override {}
-  std::uint64_t allocText(std::size_t, std::uint64_t) override { return 0; }
-  void freeText(std::uint64_t, std::size_t) override {}
-  void synchronizeRcuTasks() override {}
-  void scheduleOnEachCpu() override {}
-  void publish(std::string_view, const std::function<void()> &write) override { write(); }
-  void setTrapHandler(arch::TrapHandler) override {}
-  void setHypercall(std::uint64_t, arch::Hypercall) override {}
 
 private:
   arch::Image &image_;

@@ -78,8 +78,7 @@ private:
 using SymbolName = std::function<std::string(std::uint64_t addr, bool withOffset)>;
 
 // --- Output formats
-// ------------------------------------------------------------------------------- `cat trace` for
-// the function tracer and nop (trace_default_header + trace_fn_trace).
+// `cat trace` for the function tracer and nop (trace_default_header + trace_fn_trace).
 std::string formatFunctionTrace(const RingBuffer &buffer, std::string_view tracerName,
                                 const SymbolName &symbol);
 // `cat trace` for function_graph (print_graph_headers_flags + print_graph_function_flags) with

@@ -87,9 +87,8 @@ public:
   const MachineConfig &config() const;
 
   // --- Building a scenario (before run)
-  // ------------------------------------------------------------ Text (e.g. kernel .text): `bytes`
-  // at `addr`, padded to whole pages with the ISA's poison (x86 ud2, powerpc 0). FatalError when
-  // not page aligned or overlapping another mapping.
+  // Text (e.g. kernel .text): `bytes` at `addr`, padded to whole pages with the ISA's poison (x86
+  // ud2, powerpc 0). FatalError when not page aligned or overlapping another mapping.
   void mapText(std::uint64_t addr, std::span<const std::uint8_t> bytes);
   // Data (read+write, shared by all CPUs): `size` bytes (rounded up to pages), initialised from
   // `init` (zero past it).
@@ -126,16 +125,14 @@ public:
   void pokeData(std::uint64_t addr, std::span<const std::uint8_t> bytes);
 
   // --- The patcher
-  // -------------------------------------------------------------------------------- Start `body`
-  // as the patcher on config().patcherCpu. It runs (host code, no events) until its first visible
-  // action. Exceptions it throws are rethrown by run(). One patcher at a time.
+  // Start `body` as the patcher on config().patcherCpu. It runs (host code, no events) until its
+  // first visible action. Exceptions it throws are rethrown by run(). One patcher at a time.
   void startPatcher(std::function<void(arch::MachinePort &)> body);
   PatcherState patcherState() const;
   bool patcherActive() const { return patcherState() != PatcherState::None; }
   std::uint64_t storesDone() const; // atomic stores performed since construction/restore
 
   // --- Running
-  // ------------------------------------------------------------------------------------
   RunResult run(Scheduler &scheduler, std::uint64_t maxEvents = UINT64_MAX);
   // The events the next decision would offer, computed afresh (in the order DecisionPoint::events
   // gives them). run() computes them after every event but a plain step, after which it offers
@@ -143,7 +140,6 @@ public:
   std::vector<EventChoice> enabledEvents();
 
   // --- Observing
-  // ----------------------------------------------------------------------------------
   std::span<const EventRecord> events() const; // empty unless MachineConfig::keepLog
   std::uint64_t eventCount() const;            // events so far, recorded or not
   std::string logText() const; // every event (formatEvent) then every finding, one per line
@@ -173,9 +169,8 @@ public:
   arch::Bytes viewBytes(unsigned cpu, std::uint64_t addr, std::size_t size) const;
 
   // --- Snapshots
-  // ---------------------------------------------------------------------------------- Both require
-  // no active patcher (its host stack cannot be saved). restore() rewrites views and removes
-  // translated code only for the lines that differ.
+  // Both require no active patcher (its host stack cannot be saved). restore() rewrites views and
+  // removes translated code only for the lines that differ.
   Snapshot snapshot() const;
   void restore(const Snapshot &snapshot);
   // A hash of everything the machine's future depends on (StateHash.cpp says what), so that an
@@ -183,8 +178,8 @@ public:
   std::uint64_t stateHash() const;
 
   // --- arch::MachinePort (the patcher's interface; see MachinePort.h)
-  // ----------------------------- Called from outside a patcher body: writeText is pokeText,
-  // syncCores serialises every CPU at once, the waits return at once (boot time: nothing runs).
+  // Called from outside a patcher body: writeText is pokeText, syncCores serialises every CPU at
+  // once, the waits return at once (boot time: nothing runs).
   bool readText(std::uint64_t addr, std::span<std::uint8_t> out) override;
   bool writeText(std::uint64_t addr, std::span<const std::uint8_t> bytes) override;
   void syncCores() override;
@@ -202,10 +197,10 @@ public:
                     const std::function<bool()> &again, std::uint64_t most);
 
   // --- A patcher that runs guest code of its own (linux/'s PokeCpu)
-  // --------------------------------------------------------------- One event (a Publish named
-  // `what`) for an access of the patcher's to watched data, with the access as its footprint, so
-  // that explorers see it conflict with other CPUs' accesses to the same bytes. The access itself
-  // is made by the caller right after this returns. Outside a patcher: returns at once.
+  // One event (a Publish named `what`) for an access of the patcher's to watched data, with the
+  // access as its footprint, so that explorers see it conflict with other CPUs' accesses to the
+  // same bytes. The access itself is made by the caller right after this returns. Outside a
+  // patcher: returns at once.
   void publishAccess(std::string_view what, std::uint64_t addr, std::uint32_t size, bool write);
   // The patcher spins on data [addr, addr+size) (a cpu_relax() loop): it parks, holding its CPU,
   // until those bytes differ from what they are now. When no event can change them the run ends
