@@ -3,6 +3,7 @@
 
 #include "LinuxTestSupport.h"
 
+#include "Corpus.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
@@ -180,8 +181,7 @@ TEST(LinuxCheck, PublishedLinuxScenariosHaveTheirExpectedVerdict) {
   // fixed variants): the verdict and oracle its file expects, on the tree it names.
   ::setenv("FTSIM_LINUX_CACHE", FTSIM_LINUX_TEST_CACHE, 1);
   unsigned files = 0;
-  for (const auto &entry :
-       std::filesystem::directory_iterator(std::string(FTSIM_CORPORA_DIR) + "/scenarios")) {
+  for (const auto &entry : std::filesystem::directory_iterator(test::corpusDir("scenarios"))) {
     if (entry.path().extension() != ".toml")
       continue;
     Scenario s = loadScenarioFile(entry.path().string());

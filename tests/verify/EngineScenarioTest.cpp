@@ -16,6 +16,7 @@
 #include "ftsim/kernel/Kernel.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
 
+#include "Corpus.h"
 #include "FatalMessage.h"
 #include "TempDir.h"
 #include <fmt/format.h>
@@ -32,17 +33,12 @@
 namespace ftsim::verify {
 namespace {
 
-std::string scenarioPath(const std::string &name) {
-  return std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml";
-}
-
-std::string imagePath(const Scenario &s) {
-  return std::string(FTSIM_GUEST_DIR) + "/" + s.image + "/kernel.elf";
-}
+using test::builtImagePath;
+using test::corpusScenarioPath;
 
 // What `ftsim check --scenario FILE` does before it explores.
 Scenario load(const std::string &name) {
-  const std::string path = scenarioPath(name);
+  const std::string path = corpusScenarioPath(name);
   Scenario s = loadScenarioFile(path);
   s.validate(path);
   return s;
@@ -105,8 +101,7 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
   // Every engine-level file in the corpus is one of these (ExploreTest's site-level sweep skips
   // them), so a new one cannot go untested.
   std::set<std::string> kernelFiles;
-  for (const auto &entry :
-       std::filesystem::directory_iterator(std::string(FTSIM_CORPORA_DIR) + "/scenarios"))
+  for (const auto &entry : std::filesystem::directory_iterator(test::corpusDir("scenarios")))
     if (entry.path().extension() == ".toml" &&
         loadScenarioFile(entry.path().string()).code == CodeKind::Kernel)
       kernelFiles.insert(entry.path().stem().string());
@@ -120,7 +115,7 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
     EXPECT_EQ(s.code, CodeKind::Kernel);
     EXPECT_EQ(s.expectVerdict, verdict.first);
     EXPECT_EQ(s.expectOracle, verdict.second);
-    EXPECT_TRUE(std::filesystem::exists(imagePath(s))) << imagePath(s);
+    EXPECT_TRUE(std::filesystem::exists(builtImagePath(s))) << builtImagePath(s);
   }
 }
 
@@ -130,7 +125,7 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
 TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
   const Scenario s = load("list-to-single-race");
   ASSERT_TRUE(s.engine.pre59338f754a55);
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
   EXPECT_EQ(r.verdict, Verdict::Violation);
   ASSERT_TRUE(r.minimised) << r.coverage;
@@ -169,7 +164,7 @@ TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
 // (random search needs a lucky run; rr-bounded around round robin does not reach it in thousands).
 TEST(EngineScenario, ListToSingleRaceIsOneDeviationFromTheContinuation) {
   const Scenario s = load("list-to-single-race");
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   ExploreOptions o;
   o.explorer = "deviation-bounded";
   o.preemptionBound = 1;
@@ -191,7 +186,7 @@ TEST(EngineScenario, ListToSingleRaceFixedIsVerifiedWithinItsStatedBound) {
   const Scenario s = load("list-to-single-race-fixed");
   ASSERT_FALSE(s.engine.pre59338f754a55);
   ASSERT_EQ(s.bounds.preemptions, 1);
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
   EXPECT_FALSE(r.minimised) << formatViolation(r.minimised->violation);
   EXPECT_EQ(r.verdict, Verdict::Verified);
@@ -210,7 +205,7 @@ TEST(EngineScenario, ListToSingleRaceFixedIsVerifiedWithinItsStatedBound) {
 TEST(EngineScenario, OpFuncSwitchRacePassesTheListEndOpToOpsA) {
   const Scenario s = load("op-func-switch-race");
   ASSERT_TRUE(s.engine.pre405e1d834807);
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
   EXPECT_EQ(r.verdict, Verdict::Violation);
   ASSERT_TRUE(r.minimised) << r.coverage;
@@ -233,7 +228,7 @@ TEST(EngineScenario, OpFuncSwitchRacePassesTheListEndOpToOpsA) {
 TEST(EngineScenario, OpFuncSwitchRaceFixedIsVerifiedWithinOneDeviation) {
   const Scenario s = load("op-func-switch-race-fixed");
   ASSERT_FALSE(s.engine.pre405e1d834807);
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
   EXPECT_FALSE(r.minimised) << formatViolation(r.minimised->violation);
   EXPECT_EQ(r.verdict, Verdict::Verified) << r.coverage;
@@ -249,7 +244,7 @@ TEST(EngineScenario, OpFuncSwitchRaceOnTodaysOrderIsTwoDeviationsAway) {
   s.engine.pre59338f754a55 = false;
   s.protocol = "int3";
   s.linuxProfile.clear();
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   ExploreOptions o = exploreOptionsFor(s);
   o.preemptionBound = 2;
   o.maxExecutions = 50;
@@ -270,7 +265,7 @@ TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
   ASSERT_FALSE(s.engine.pre405e1d834807);
   ASSERT_FALSE(s.engine.pre59338f754a55);
   ASSERT_EQ(s.linuxProfile, "6.12");
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const ExploreResult r =
       expectFunctionTraceOp(harness, s, "ops 'global:function' called for",
                             "with op 'ftrace_list_end', not its own 'global:function'");
@@ -280,7 +275,7 @@ TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
 
   const Scenario dynamic = load("ppc32-op-func-residual-race-dynamic");
   ASSERT_TRUE(dynamic.engine.ops.at(0).dynamic);
-  KernelHarness spared(dynamic, imagePath(dynamic));
+  KernelHarness spared(dynamic, builtImagePath(dynamic));
   const CheckReport c = check(spared, exploreOptionsFor(dynamic));
   EXPECT_FALSE(c.minimised) << formatViolation(c.minimised->violation);
   EXPECT_EQ(c.verdict, Verdict::Verified) << c.coverage;
@@ -294,7 +289,7 @@ TEST(EngineScenario, OpFuncResidualRaceThroughFtraceRegsCaller) {
   const Scenario s = load("ppc32-op-func-residual-race-regs");
   ASSERT_TRUE(s.engine.ops.at(0).saveRegs);
   ASSERT_FALSE(s.engine.ops.at(0).dynamic);
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const ExploreResult r = expectFunctionTraceOp(harness, s, "ops 'kprobe' called for ktime_get",
                                                 "with op 'ftrace_list_end', not its own 'kprobe'");
   ASSERT_TRUE(r.counterexample);
@@ -325,7 +320,7 @@ TEST(EngineScenario, GracePeriodsAfterThePublicationCloseTheResidualRace) {
   const Scenario s = load("ppc32-op-func-residual-race-wait");
   ASSERT_TRUE(s.engine.functionTraceOpWait);
   EXPECT_EQ(parseScenario(s.toToml(), "round-trip"), s); // what a replay file embeds
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
   EXPECT_FALSE(r.minimised) << formatViolation(r.minimised->violation);
   EXPECT_EQ(r.verdict, Verdict::Verified) << r.coverage;
@@ -347,7 +342,7 @@ TEST(EngineScenario, OpFuncResidualRaceOnX86WithPerOpsTrampolines) {
   const Scenario s = load("op-func-residual-race");
   ASSERT_TRUE(s.engine.opsTrampolines);
   ASSERT_EQ(s.linuxProfile, "6.12");
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   expectFunctionTraceOp(harness, s, "ops 'b' called for posix_cpu_timer_set",
                         "with op 'a', not its own 'b'");
 }
@@ -358,7 +353,7 @@ TEST(EngineScenario, OpFuncResidualRaceOnX86WithPerOpsTrampolines) {
 TEST(EngineScenario, Int3SkipsCallIsATransparencyViolation) {
   const Scenario s = load("int3-skips-call");
   ASSERT_EQ(s.protocol, "int3-skip");
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
   ASSERT_TRUE(r.minimised) << r.coverage;
   const Violation &v = r.minimised->violation;
@@ -374,7 +369,7 @@ TEST(EngineScenario, Int3SkipsCallFixedIsVerifiedWithinItsStatedBound) {
   const Scenario s = load("int3-skips-call-fixed");
   ASSERT_EQ(s.protocol, "int3");
   ASSERT_EQ(s.bounds.preemptions, 2);
-  KernelHarness harness(s, imagePath(s));
+  KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
   EXPECT_FALSE(r.minimised) << formatViolation(r.minimised->violation);
   EXPECT_EQ(r.verdict, Verdict::Verified);
@@ -400,7 +395,7 @@ TEST(EngineScenario, Ppc32MflrOrderIsJudgedByTheLivePatchingRule) {
        {"ppc32-mflr-wrong-order", "ppc32-mflr-no-grace", "ppc32-mflr-wrong-order-fixed"}) {
     SCOPED_TRACE(name);
     const Scenario s = load(name);
-    KernelHarness harness(s, imagePath(s));
+    KernelHarness harness(s, builtImagePath(s));
     const CheckReport r = check(harness, exploreOptionsFor(s));
     // The engine-level search from round robin, within one deviation.
     EXPECT_EQ(exploreOptionsFor(s).continuation, Continuation::RoundRobin);
@@ -424,7 +419,7 @@ protected:
   static void SetUpTestSuite() {
     // int3-skips-call: its counterexample is found in the first runs, so this stays cheap.
     scenario_ = new Scenario(load("int3-skips-call"));
-    harness_ = new KernelHarness(*scenario_, imagePath(*scenario_));
+    harness_ = new KernelHarness(*scenario_, builtImagePath(*scenario_));
     const CheckReport r = check(*harness_, exploreOptionsFor(*scenario_));
     ASSERT_TRUE(r.minimised);
     cex_ = new Counterexample(*r.minimised);
@@ -453,14 +448,14 @@ TEST_F(EngineReplay, TheWrittenFileReproducesWithTheSameEventLogHash) {
   EXPECT_EQ(file.counterexample.choices, cex_->choices);
   EXPECT_EQ(file.counterexample.logHash, cex_->logHash);
   // A harness built from the file alone, as `ftsim replay` does.
-  KernelHarness harness(file.scenario, imagePath(file.scenario));
+  KernelHarness harness(file.scenario, builtImagePath(file.scenario));
   const Reproduction r = reproduce(harness, file, *path_);
   EXPECT_EQ(r.execution.logHash, cex_->logHash);
   EXPECT_EQ(summarizeViolation(r.violation), summarizeViolation(cex_->violation));
   EXPECT_EQ(r.violation.oracle, "transparency");
   // The int3 written over the site, and a CPU's trap there handled. The symbol is printed as the
   // kernel's %pS does (name+offset/size), with the size the compiler gave the function.
-  const arch::Image image = arch::loadImage(imagePath(file.scenario));
+  const arch::Image image = arch::loadImage(builtImagePath(file.scenario));
   const arch::ImageSymbol *patched = image.findSymbol("posix_cpu_timer_set");
   ASSERT_NE(patched, nullptr);
   EXPECT_NE(r.timeline.find(
@@ -506,7 +501,7 @@ TEST_F(EngineReplay, AnEditedFileIsRefusedWithOneLine) {
     writeFile(path, e.dump(1));
     const std::string message = fatalMessage([&] {
       const ReplayFile file = loadReplayFile(path);
-      KernelHarness harness(file.scenario, imagePath(file.scenario));
+      KernelHarness harness(file.scenario, builtImagePath(file.scenario));
       reproduce(harness, file, path);
     });
     ASSERT_FALSE(message.empty()) << "the edited file was accepted";

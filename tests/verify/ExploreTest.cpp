@@ -9,6 +9,7 @@
 #include "ftsim/verify/replay/Replay.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include "Corpus.h"
 #include "FatalMessage.h"
 
 #include <gtest/gtest.h>
@@ -47,8 +48,7 @@ using test::fatalMessage;
 
 TEST(ScenarioFiles, PublishedScenariosHaveTheirExpectedVerdict) {
   unsigned files = 0;
-  for (const auto &entry :
-       std::filesystem::directory_iterator(std::string(FTSIM_CORPORA_DIR) + "/scenarios")) {
+  for (const auto &entry : std::filesystem::directory_iterator(test::corpusDir("scenarios"))) {
     if (entry.path().extension() != ".toml")
       continue;
     ++files;

@@ -8,6 +8,7 @@
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/harness/TrampolineHarness.h"
 
+#include "Corpus.h"
 #include "ftsim/kernel/Kernel.h"
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/sim/RoundRobinScheduler.h"
@@ -19,13 +20,7 @@
 namespace ftsim::verify {
 namespace {
 
-std::string imageOf(const Scenario &s) {
-  return std::string(FTSIM_GUEST_DIR) + "/" + s.image + "/kernel.elf";
-}
-
-Scenario load(const std::string &name) {
-  return loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml");
-}
+using test::corpusScenario;
 
 struct Observed {
   std::vector<kernel::CallbackEvent> callbacks;
@@ -67,8 +62,8 @@ Observed runOnce(TrampolineHarness &h, bool interrupt) {
 
 TEST(InterruptContextTrace, TheHandlersCallsAreTracedOnTopOfTheTaskWhichGoesOnUnchanged) {
   for (const char *name : {"ops-uaf-no-sync-fixed", "ppc32-ops-uaf-no-sync-fixed"}) {
-    const Scenario s = load(name);
-    TrampolineHarness h(s, imageOf(s));
+    const Scenario s = corpusScenario(name);
+    TrampolineHarness h(s, test::builtImagePath(s));
     ASSERT_TRUE(h.runsTimerHandler());
     const Observed plain = runOnce(h, false);
     const Observed irq = runOnce(h, true);
@@ -96,10 +91,10 @@ TEST(InterruptContextTrace, TheHandlersCallsAreTracedOnTopOfTheTaskWhichGoesOnUn
 }
 
 TEST(InterruptContextTrace, TheRudeFlavourAloneKeepsTheNonPreemptibleWalkSafe) {
-  Scenario s = load("ops-uaf-no-sync-fixed");
+  Scenario s = corpusScenario("ops-uaf-no-sync-fixed");
   s.linuxProfile.clear();
   s.trampoline.free = "rude";
-  auto h = makeHarness(s, HarnessEnv{[](const Scenario &sc) { return imageOf(sc); }});
+  auto h = makeHarness(s, test::builtImages());
   const CheckReport r = check(*h, exploreOptionsFor(s));
   EXPECT_EQ(r.verdict, Verdict::Verified) << formatCheck(*h, r, "");
   EXPECT_TRUE(r.result.stats.complete);

@@ -9,6 +9,7 @@
 #include "ftsim/verify/check/CheckRequest.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include "Corpus.h"
 #include "FatalMessage.h"
 
 #include <gtest/gtest.h>
@@ -18,16 +19,8 @@
 namespace ftsim::verify {
 namespace {
 
-std::string corpusPath(const std::string &name) {
-  return std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml";
-}
-
-// A corpus file as `ftsim check` loads it, its claim validated.
-Scenario validCorpusScenario(const std::string &name) {
-  Scenario s = loadScenarioFile(corpusPath(name));
-  s.validate(corpusPath(name));
-  return s;
-}
+using test::corpusScenario;
+using test::corpusScenarioPath;
 
 // What `ftsim check --scenario PATH --linux PROFILE` runs.
 Scenario checkedWithLinux(const std::string &path, const std::string &profile) {
@@ -86,7 +79,7 @@ TEST(LinuxProfile, PublishedScenariosClaimTheirReleases) {
   };
   for (const auto &[name, profile] : claimed) {
     SCOPED_TRACE(name);
-    const Scenario s = validCorpusScenario(name);
+    const Scenario s = corpusScenario(name);
     EXPECT_EQ(s.linuxProfile, profile);
     EXPECT_NE(describeScenarioProfile(s).find("Linux " + profile + " "), std::string::npos)
         << describeScenarioProfile(s);
@@ -111,8 +104,8 @@ TEST(LinuxProfile, AClaimTheChoicesContradictIsAOneLineError) {
 
 // 405e1d834807 is in v3.14: a 3.13 claim needs the early function_trace_op, a 6.12 one refuses it.
 TEST(LinuxProfile, TheFunctionTraceOpClaimIsChecked) {
-  const std::string path = corpusPath("op-func-switch-race");
-  Scenario s = validCorpusScenario("op-func-switch-race");
+  const std::string path = corpusScenarioPath("op-func-switch-race");
+  Scenario s = corpusScenario("op-func-switch-race");
   s.linuxProfile = "6.12";
   s.protocol = "int3";
   s.engine.pre59338f754a55 = false;
@@ -146,20 +139,20 @@ TEST(LinuxProfile, TheFunctionTraceOpClaimIsChecked) {
 
 // No powerpc release has per-ops trampolines: a ppc32 kernel scenario with them claims none.
 TEST(LinuxProfile, Ppc32KernelScenariosHaveNoPerOpsTrampolines) {
-  Scenario s = validCorpusScenario("ppc32-op-func-residual-race");
+  Scenario s = corpusScenario("ppc32-op-func-residual-race");
   s.engine.opsTrampolines = true;
   const std::string why = fatalMessage([&] { s.validate("x.toml"); });
   EXPECT_NE(why.find("x.toml: linux = \"6.12\" but per-ops trampolines, which Linux 6.12 does "
                      "not have on ppc32 (f3bea49115b2)"),
             std::string::npos)
       << why;
-  EXPECT_FALSE(
-      checkedWithLinux(corpusPath("ppc32-op-func-residual-race"), "6.12").engine.opsTrampolines);
+  EXPECT_FALSE(checkedWithLinux(corpusScenarioPath("ppc32-op-func-residual-race"), "6.12")
+                   .engine.opsTrampolines);
 }
 
 // function_trace_op_wait is ftsim's hypothesis: no release claims it, and --linux refuses it.
 TEST(LinuxProfile, TheGracePeriodHypothesisIsNoRelease) {
-  Scenario s = validCorpusScenario("ppc32-op-func-residual-race-wait");
+  Scenario s = corpusScenario("ppc32-op-func-residual-race-wait");
   EXPECT_EQ(describeScenarioProfile(s).rfind("no Linux release: function_trace_op_wait", 0), 0u)
       << describeScenarioProfile(s);
   s.linuxProfile = "6.12";
@@ -168,7 +161,7 @@ TEST(LinuxProfile, TheGracePeriodHypothesisIsNoRelease) {
             }).find("x.toml: linux = \"6.12\" but function_trace_op_wait"),
             std::string::npos);
   const std::string why = fatalMessage(
-      [&] { checkedWithLinux(corpusPath("ppc32-op-func-residual-race-wait"), "6.12"); });
+      [&] { checkedWithLinux(corpusScenarioPath("ppc32-op-func-residual-race-wait"), "6.12"); });
   EXPECT_NE(why.find("--linux 6.12: the scenario waits for grace periods"), std::string::npos)
       << why;
   EXPECT_EQ(why.find('\n'), std::string::npos);

@@ -5,6 +5,7 @@
 // with `b +8`, the reload is skipped and every schedule is transparent. The key is refused with a
 // one-line error where it cannot be modelled.
 
+#include "Corpus.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/explore/Explore.h"
@@ -18,12 +19,7 @@
 namespace ftsim::verify {
 namespace {
 
-Scenario load(const std::string &name) {
-  const std::string path = std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml";
-  Scenario s = loadScenarioFile(path);
-  s.validate(path);
-  return s;
-}
+using test::corpusScenario;
 
 ExploreResult exhaustive(const Scenario &s) {
   SiteHarness harness(s);
@@ -48,8 +44,8 @@ std::uint32_t wordAt(SiteHarness &h, std::uint64_t addr) {
 }
 
 TEST(ModuleToc, SitesAreABlFollowedByTheTocReloadAndDisableAsThePublishedWords) {
-  SiteHarness buggy(load("ppc-module-tramp-toc"));
-  SiteHarness fixed(load("ppc-module-tramp-toc-fixed"));
+  SiteHarness buggy(corpusScenario("ppc-module-tramp-toc"));
+  SiteHarness fixed(corpusScenario("ppc-module-tramp-toc-fixed"));
   for (SiteHarness *h : {&buggy, &fixed}) {
     const PatchSiteInfo &site = h->sites().at(0);
     EXPECT_EQ(site.oldBytes[0] >> 2, 18u) << "a bl"; // opcode 18, LK = 1
@@ -60,7 +56,7 @@ TEST(ModuleToc, SitesAreABlFollowedByTheTocReloadAndDisableAsThePublishedWords) 
 }
 
 TEST(ModuleToc, ANopOverTheBlLeavesTheReloadRunningAndTheResultDiffers) {
-  const Scenario s = load("ppc-module-tramp-toc");
+  const Scenario s = corpusScenario("ppc-module-tramp-toc");
   const ExploreResult r = exhaustive(s);
   ASSERT_TRUE(r.counterexample);
   EXPECT_EQ(r.counterexample->violation.oracle, "transparency");
@@ -69,7 +65,7 @@ TEST(ModuleToc, ANopOverTheBlLeavesTheReloadRunningAndTheResultDiffers) {
 }
 
 TEST(ModuleToc, ABranchOverTheReloadIsTransparentInEverySchedule) {
-  const Scenario s = load("ppc-module-tramp-toc-fixed");
+  const Scenario s = corpusScenario("ppc-module-tramp-toc-fixed");
   const ExploreResult r = exhaustive(s);
   EXPECT_FALSE(r.counterexample) << formatViolation(r.counterexample->violation);
   EXPECT_TRUE(r.stats.complete);
@@ -80,13 +76,13 @@ TEST(ModuleToc, ABranchOverTheReloadIsTransparentInEverySchedule) {
 // The violation needs the module site: the same call-to-nop without module_toc (no reload after
 // the site, no TOC in the result) is transparent.
 TEST(ModuleToc, WithoutModuleSitesTheNopIsTransparent) {
-  Scenario s = load("ppc-module-tramp-toc");
+  Scenario s = corpusScenario("ppc-module-tramp-toc");
   s.moduleToc = Scenario::ModuleToc::None;
   EXPECT_FALSE(exhaustive(s).counterexample);
 }
 
 TEST(ModuleToc, TheKeyRoundTripsAndIsRefusedWhereItCannotBeModelled) {
-  Scenario s = load("ppc-module-tramp-toc-fixed");
+  Scenario s = corpusScenario("ppc-module-tramp-toc-fixed");
   EXPECT_EQ(parseScenario(s.toToml(), "round-trip"), s);
   EXPECT_NE(s.describe().find("module TOC sites, disabled as b +8"), std::string::npos);
   const std::pair<const char *, const char *> cases[] = {

@@ -13,6 +13,7 @@
 #include "ftsim/verify/harness/Harness.h"
 #include "ftsim/verify/scenario/Scenario.h"
 
+#include "Corpus.h"
 #include "FatalMessage.h"
 
 #include <gtest/gtest.h>
@@ -22,17 +23,12 @@
 namespace ftsim::verify {
 namespace {
 
-const std::string kProtocols = std::string(FTSIM_CORPORA_DIR) + "/protocols/";
-const std::string kScenarios = std::string(FTSIM_CORPORA_DIR) + "/scenarios/";
+const std::string kProtocols = test::corpusDir("protocols") + "/";
 
 using test::fatalMessage;
 
 ExploreResult run(const Scenario &s) {
-  HarnessEnv env;
-  env.imagePath = [](const Scenario &sc) {
-    return std::string(FTSIM_GUEST_DIR) + "/" + sc.image + "/kernel.elf";
-  };
-  std::unique_ptr<Harness> h = makeHarness(s, env);
+  std::unique_ptr<Harness> h = makeHarness(s, test::builtImages());
   ExploreOptions o = exploreOptionsFor(s);
   o.jobs = 1;
   return explore(*h, o);
@@ -114,7 +110,7 @@ TEST(ProtocolFiles, AFileAndItsBuiltinExploreIdenticallyX86) {
 TEST(ProtocolFiles, AFileAndItsBuiltinExploreIdenticallyPpc32) {
   for (const char *scenario : {"ppc32-mflr-wrong-order", "ppc32-mflr-wrong-order-fixed",
                                "ppc32-mflr-no-grace", "ppc-word"}) {
-    const Scenario s = loadScenarioFile(kScenarios + scenario + ".toml");
+    const Scenario s = loadScenarioFile(test::corpusScenarioPath(scenario));
     expectSameExploration(run(s), run(withFileProtocol(s, s.protocol)), scenario);
   }
 }

@@ -5,6 +5,7 @@
 // violation is written as a replay file and reproduces byte for byte on a harness built from the
 // file alone, and its trail shows the free and the task on the freed code.
 
+#include "Corpus.h"
 #include "FatalMessage.h"
 #include "ftsim/sim/FunctionScheduler.h"
 #include "ftsim/verify/check/Check.h"
@@ -23,8 +24,7 @@ namespace {
 
 std::vector<std::string> trampolineFiles() {
   std::vector<std::string> out;
-  for (const auto &entry :
-       std::filesystem::directory_iterator(std::string(FTSIM_CORPORA_DIR) + "/scenarios"))
+  for (const auto &entry : std::filesystem::directory_iterator(test::corpusDir("scenarios")))
     if (entry.path().extension() == ".toml" &&
         loadScenarioFile(entry.path().string()).code == CodeKind::Trampoline)
       out.push_back(entry.path().stem().string());
@@ -32,25 +32,15 @@ std::vector<std::string> trampolineFiles() {
   return out;
 }
 
-HarnessEnv env() {
-  HarnessEnv e;
-  e.imagePath = [](const Scenario &s) {
-    return std::string(FTSIM_GUEST_DIR) + "/" + s.image + "/kernel.elf";
-  };
-  return e;
-}
-
 class TrampolineFile : public ::testing::TestWithParam<std::string> {
 protected:
-  Scenario load() const {
-    return loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + GetParam() + ".toml");
-  }
+  Scenario load() const { return test::corpusScenario(GetParam()); }
 };
 
 TEST_P(TrampolineFile, ReachesItsExpectedVerdictAndItsViolationReplays) {
   const Scenario s = load();
   ASSERT_FALSE(s.expectVerdict.empty());
-  auto harness = makeHarness(s, env());
+  auto harness = makeHarness(s, test::builtImages());
   const ExploreOptions options = exploreOptionsFor(s);
   // Complete within the file's bounds, by the engine-level search (from round robin for
   // irq-tramp-free and ppc32-tramp-free-sched-sync).
@@ -111,7 +101,7 @@ TEST_P(TrampolineFile, ReachesItsExpectedVerdictAndItsViolationReplays) {
   // The replay file stands alone: a harness built from it reproduces the execution.
   const ReplayFile file = parseReplay(replayToJson(s, cex), "cex.json");
   EXPECT_EQ(file.scenario, s);
-  auto again = makeHarness(file.scenario, env());
+  auto again = makeHarness(file.scenario, test::builtImages());
   const Reproduction rep = reproduce(*again, file, "cex.json");
   EXPECT_EQ(rep.execution.logHash, cex.logHash);
   EXPECT_EQ(summarizeViolation(rep.violation), summarizeViolation(cex.violation));
@@ -130,9 +120,8 @@ INSTANTIATE_TEST_SUITE_P(Corpus, TrampolineFile, ::testing::ValuesIn(trampolineF
 // ops-uaf-no-sync's executions.
 TEST(TrampolineFiles, TheSleepEndsWhenNoTaskIsLeftToWakeIt) {
   for (const char *name : {"ops-uaf-no-sync-fixed", "ppc32-tramp-free-rcu-tasks"}) {
-    const Scenario s =
-        loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml");
-    auto harness = makeHarness(s, env());
+    const Scenario s = test::corpusScenario(name);
+    auto harness = makeHarness(s, test::builtImages());
     // The tasks first: any CPU's event before the patcher's.
     sim::FunctionScheduler tasksFirst([](const sim::Machine &, const sim::DecisionPoint &p) {
       for (std::uint32_t i = 0; i < p.options; ++i)
@@ -174,8 +163,7 @@ TEST(TrampolineFiles, EveryIsaHasEveryVariantBuggyAndFixed) {
 // `[explore] continuation` names the engine-level search's base schedule: kept through a replay
 // file's scenario text, refused with one line naming the file when unknown or on a site scenario.
 TEST(TrampolineFiles, TheContinuationKeyRoundTripsAndIsRefusedWhereItMeansNothing) {
-  const Scenario s =
-      loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/irq-tramp-free-classic.toml");
+  const Scenario s = test::corpusScenario("irq-tramp-free-classic");
   EXPECT_EQ(s.explore.continuation, "round-robin");
   EXPECT_EQ(exploreOptionsFor(s).continuation, Continuation::RoundRobin);
   EXPECT_EQ(parseScenario(s.toToml(), "round-trip"), s);

@@ -1,6 +1,7 @@
 // Verdicts that never overclaim (Verdict.h), and the one spine every kind of scenario shares: a
 // toy oracle registered here is applied to executions of every kind.
 
+#include "Corpus.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/harness/SiteHarness.h"
@@ -154,14 +155,11 @@ public:
 TEST(Spine, ARegisteredOracleIsAppliedToEveryKindOfScenario) {
   auto toy = std::make_shared<ToyOracle>();
   OracleRegistration registration(toy);
-  HarnessEnv env;
-  env.imagePath = [](const Scenario &s) {
-    return std::string(FTSIM_GUEST_DIR) + "/" + s.image + "/kernel.elf";
-  };
+  const HarnessEnv env = test::builtImages();
   for (const char *file :
        {"torn-nop-to-call-fixed", "list-to-single-race-fixed", "tramp-free-rcu-tasks"}) {
     SCOPED_TRACE(file);
-    Scenario s = loadScenarioFile(std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + file + ".toml");
+    Scenario s = test::corpusScenario(file);
     s.explore.runs = 1;
     s.bounds.maxExecutions = 1;
     auto harness = makeHarness(s, env);

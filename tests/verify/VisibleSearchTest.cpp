@@ -3,6 +3,7 @@
 // for byte, verifies the fixed ones within its stated bounds, gives the same result every run, and
 // its state hashing prunes without changing what is found.
 
+#include "Corpus.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/harness/Harness.h"
 #include "ftsim/verify/harness/SiteHarness.h"
@@ -16,20 +17,7 @@
 namespace ftsim::verify {
 namespace {
 
-Scenario load(const std::string &name) {
-  const std::string path = std::string(FTSIM_CORPORA_DIR) + "/scenarios/" + name + ".toml";
-  Scenario s = loadScenarioFile(path);
-  s.validate(path);
-  return s;
-}
-
-HarnessEnv env() {
-  HarnessEnv e;
-  e.imagePath = [](const Scenario &s) {
-    return std::string(FTSIM_GUEST_DIR) + "/" + s.image + "/kernel.elf";
-  };
-  return e;
-}
+using test::corpusScenario;
 
 // What `ftsim check --scenario NAME` explores, at `bound` deviations when given.
 ExploreOptions optionsFor(const Scenario &s, int bound = -2) {
@@ -42,11 +30,11 @@ ExploreOptions optionsFor(const Scenario &s, int bound = -2) {
 TEST(VisibleSearch, PublishedEngineScenariosDefaultToIt) {
   for (const char *name : {"list-to-single-race", "int3-skips-call-fixed", "ops-uaf-no-sync",
                            "tramp-free-sched-sync", "idle-tramp-free"}) {
-    const Scenario s = load(name);
+    const Scenario s = corpusScenario(name);
     const ExploreOptions o = optionsFor(s);
     EXPECT_EQ(o.explorer, "exhaustive") << name;
     EXPECT_GE(o.preemptionBound, 1) << name;
-    auto h = makeHarness(s, env());
+    auto h = makeHarness(s, test::builtImages());
     EXPECT_FALSE(h->reductionSound()) << name;
     const std::string bounds = explorerByName("exhaustive").bounds(*h, o);
     EXPECT_NE(bounds.find("switches only at visible events"), std::string::npos) << bounds;
@@ -59,8 +47,8 @@ TEST(VisibleSearch, PublishedEngineScenariosDefaultToIt) {
 TEST(VisibleSearch, FindsTheBuggyVariantsWithShortReplayableCounterexamples) {
   for (const char *name :
        {"list-to-single-race", "int3-skips-call", "ops-uaf-no-sync", "tramp-free-immediate"}) {
-    const Scenario s = load(name);
-    auto h = makeHarness(s, env());
+    const Scenario s = corpusScenario(name);
+    auto h = makeHarness(s, test::builtImages());
     const CheckReport r = check(*h, optionsFor(s));
     ASSERT_EQ(r.verdict, Verdict::Violation) << name << ": " << r.coverage;
     ASSERT_TRUE(r.minimised) << name;
@@ -81,8 +69,8 @@ TEST(VisibleSearch, FindsTheBuggyVariantsWithShortReplayableCounterexamples) {
 TEST(VisibleSearch, VerifiesTheFixedVariantsWithinTheBound) {
   for (const char *name :
        {"int3-skips-call-fixed", "tramp-free-sched-sync-nopreempt", "idle-tramp-free"}) {
-    const Scenario s = load(name);
-    auto h = makeHarness(s, env());
+    const Scenario s = corpusScenario(name);
+    auto h = makeHarness(s, test::builtImages());
     const CheckReport r = check(*h, optionsFor(s, 1));
     EXPECT_EQ(r.verdict, Verdict::Verified) << name << ": " << r.coverage;
     EXPECT_TRUE(r.result.stats.complete) << name;
@@ -178,8 +166,8 @@ TEST(VisibleSearch, StateHashingPrunesWithoutChangingTheResultAndIsDeterministic
 
 // A buggy variant twice: the same executions and the same counterexample.
 TEST(VisibleSearch, TheSameScenarioGivesTheSameCounterexample) {
-  const Scenario s = load("ops-uaf-no-sync");
-  auto h = makeHarness(s, env());
+  const Scenario s = corpusScenario("ops-uaf-no-sync");
+  auto h = makeHarness(s, test::builtImages());
   ExploreOptions o = optionsFor(s);
   const ExploreResult a = explore(*h, o);
   const ExploreResult b = explore(*h, o);
