@@ -142,10 +142,8 @@ TEST(ScenarioFiles, BrokenFilesAreOneLineErrorsNamingTheFile) {
   for (const auto &[text, expected] : cases) {
     // clang before 16 cannot capture a structured binding in a lambda: capture a reference.
     const std::string &source = text;
-    const std::string message = fatalMessage([&] { parseScenario(source, "bad.toml"); });
-    EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
-    EXPECT_NE(message.find(expected), std::string::npos) << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    test::expectOneLineRefusal(
+        "bad.toml", [&] { parseScenario(source, "bad.toml"); }, expected);
   }
   EXPECT_NE(fatalMessage([] {
               loadScenarioFile("/nonexistent/x.toml");
@@ -166,10 +164,8 @@ TEST(ScenarioFiles, ErrorsAreOneLineWhateverTheFileHolds) {
   for (const auto &[text, expected] : cases) {
     // clang before 16 cannot capture a structured binding in a lambda: capture a reference.
     const std::string &source = text;
-    const std::string message = fatalMessage([&] { parseScenario(source, "bad.toml"); });
-    EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
-    EXPECT_NE(message.find(expected), std::string::npos) << message;
-    EXPECT_EQ(message.find_first_of("\n\r\t"), std::string::npos) << message;
+    test::expectOneLineRefusal(
+        "bad.toml", [&] { parseScenario(source, "bad.toml"); }, expected);
   }
 }
 
@@ -459,10 +455,8 @@ TEST(Replay, CountsThatAreNotWholeNumbersAreOneLineErrors) {
     std::string edited = json;
     ASSERT_NE(edited.find(from), std::string::npos) << from;
     edited.replace(edited.find(from), from.size(), to);
-    const std::string message = fatalMessage([&] { parseReplay(edited, "x.json"); });
-    EXPECT_NE(message.find("must be a whole number"), std::string::npos) << to << ": " << message;
-    EXPECT_EQ(message.rfind("x.json", 0), 0u) << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    test::expectOneLineRefusal(
+        "x.json", [&] { parseReplay(edited, "x.json"); }, "must be a whole number");
   }
 }
 
@@ -485,10 +479,8 @@ TEST(Replay, ContinuationRunsReadBackAndMalformedOnesAreOneLineErrors) {
   for (const auto &[run, says] : runs) {
     nlohmann::json edited = nlohmann::json::parse(json);
     edited["choices"][0] = run;
-    const std::string message = fatalMessage([&] { parseReplay(edited.dump(2), "x.json"); });
-    EXPECT_NE(message.find(says), std::string::npos) << message;
-    EXPECT_EQ(message.rfind("x.json", 0), 0u) << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    test::expectOneLineRefusal(
+        "x.json", [&] { parseReplay(edited.dump(2), "x.json"); }, says);
   }
 }
 

@@ -6,6 +6,7 @@
 // one-line error where it cannot be modelled.
 
 #include "Corpus.h"
+#include "FatalMessage.h"
 #include "ftsim/arch/Error.h"
 #include "ftsim/verify/check/Check.h"
 #include "ftsim/verify/explore/Explore.h"
@@ -13,8 +14,6 @@
 #include "ftsim/verify/scenario/Scenario.h"
 
 #include <gtest/gtest.h>
-
-#include <functional>
 
 namespace ftsim::verify {
 namespace {
@@ -26,15 +25,6 @@ ExploreResult exhaustive(const Scenario &s) {
   ExploreOptions o;
   o.stopAtFirst = false;
   return explore(harness, o);
-}
-
-std::string fatalMessage(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const FatalError &e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::uint32_t wordAt(SiteHarness &h, std::uint64_t addr) {
@@ -97,13 +87,8 @@ TEST(ModuleToc, TheKeyRoundTripsAndIsRefusedWhereItCannotBeModelled) {
   };
   for (const auto &[text, expected] : cases) {
     const std::string &source = text;
-    const std::string message = fatalMessage([&] {
-      Scenario bad = parseScenario(source, "bad.toml");
-      bad.validate("bad.toml");
-    });
-    EXPECT_EQ(message.rfind("bad.toml", 0), 0u) << message;
-    EXPECT_NE(message.find(expected), std::string::npos) << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    test::expectOneLineRefusal(
+        "bad.toml", [&] { parseScenario(source, "bad.toml").validate("bad.toml"); }, expected);
   }
 }
 
