@@ -34,15 +34,7 @@ namespace ftsim::verify {
 namespace {
 
 using test::builtImagePath;
-using test::corpusScenarioPath;
-
-// What `ftsim check --scenario FILE` does before it explores.
-Scenario load(const std::string &name) {
-  const std::string path = corpusScenarioPath(name);
-  Scenario s = loadScenarioFile(path);
-  s.validate(path);
-  return s;
-}
+using test::corpusScenario; // what `ftsim check --scenario FILE` does before it explores
 
 using test::fatalMessage;
 
@@ -111,7 +103,7 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
   EXPECT_EQ(kernelFiles, names);
   for (const auto &[name, verdict] : expected) {
     SCOPED_TRACE(name);
-    const Scenario s = load(name);
+    const Scenario s = corpusScenario(name);
     EXPECT_EQ(s.code, CodeKind::Kernel);
     EXPECT_EQ(s.expectVerdict, verdict.first);
     EXPECT_EQ(s.expectOracle, verdict.second);
@@ -123,7 +115,7 @@ TEST(EngineScenario, FilesAreEngineLevelWithAnExpectedVerdict) {
 // is still called directly from ftrace_call when decay_load's site already calls ftrace_caller, so
 // 'a' runs for decay_load.
 TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
-  const Scenario s = load("list-to-single-race");
+  const Scenario s = corpusScenario("list-to-single-race");
   ASSERT_TRUE(s.engine.pre59338f754a55);
   KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
@@ -163,7 +155,7 @@ TEST(EngineScenario, ListToSingleRaceIsATraceCompletenessViolationOfOpsA) {
 // race is one early switch away, so it is found in a few executions of thousands of decisions each
 // (random search needs a lucky run; rr-bounded around round robin does not reach it in thousands).
 TEST(EngineScenario, ListToSingleRaceIsOneDeviationFromTheContinuation) {
-  const Scenario s = load("list-to-single-race");
+  const Scenario s = corpusScenario("list-to-single-race");
   KernelHarness harness(s, builtImagePath(s));
   ExploreOptions o;
   o.explorer = "deviation-bounded";
@@ -183,7 +175,7 @@ TEST(EngineScenario, ListToSingleRaceIsOneDeviationFromTheContinuation) {
 // while the sites move. The engine-level exhaustive search within the file's bound (one deviation
 // from the fair continuation at visible events) finds nothing: VERIFIED within that bound.
 TEST(EngineScenario, ListToSingleRaceFixedIsVerifiedWithinItsStatedBound) {
-  const Scenario s = load("list-to-single-race-fixed");
+  const Scenario s = corpusScenario("list-to-single-race-fixed");
   ASSERT_FALSE(s.engine.pre59338f754a55);
   ASSERT_EQ(s.bounds.preemptions, 1);
   KernelHarness harness(s, builtImagePath(s));
@@ -203,7 +195,7 @@ TEST(EngineScenario, ListToSingleRaceFixedIsVerifiedWithinItsStatedBound) {
 // callback ftrace_list_end: one deviation from the non-preemptive schedule, and the replay file
 // reproduces it.
 TEST(EngineScenario, OpFuncSwitchRacePassesTheListEndOpToOpsA) {
-  const Scenario s = load("op-func-switch-race");
+  const Scenario s = corpusScenario("op-func-switch-race");
   ASSERT_TRUE(s.engine.pre405e1d834807);
   KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
@@ -226,7 +218,7 @@ TEST(EngineScenario, OpFuncSwitchRacePassesTheListEndOpToOpsA) {
 // With the fix the same workload, ops and bound are searched completely: no callback gets an op
 // that is not its own, and no other oracle objects.
 TEST(EngineScenario, OpFuncSwitchRaceFixedIsVerifiedWithinOneDeviation) {
-  const Scenario s = load("op-func-switch-race-fixed");
+  const Scenario s = corpusScenario("op-func-switch-race-fixed");
   ASSERT_FALSE(s.engine.pre405e1d834807);
   KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
@@ -240,7 +232,7 @@ TEST(EngineScenario, OpFuncSwitchRaceFixedIsVerifiedWithinOneDeviation) {
 // first): the window is the patcher's two events between the publication and the int3 on
 // ftrace_call, which one deviation does not reach and two do.
 TEST(EngineScenario, OpFuncSwitchRaceOnTodaysOrderIsTwoDeviationsAway) {
-  Scenario s = load("op-func-switch-race");
+  Scenario s = corpusScenario("op-func-switch-race");
   s.engine.pre59338f754a55 = false;
   s.protocol = "int3";
   s.linuxProfile.clear();
@@ -261,7 +253,7 @@ TEST(EngineScenario, OpFuncSwitchRaceOnTodaysOrderIsTwoDeviationsAway) {
 // reaches it; a dynamic ops, which ftrace_call never calls directly, is VERIFIED within the same
 // bound.
 TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
-  const Scenario s = load("ppc32-op-func-residual-race");
+  const Scenario s = corpusScenario("ppc32-op-func-residual-race");
   ASSERT_FALSE(s.engine.pre405e1d834807);
   ASSERT_FALSE(s.engine.pre59338f754a55);
   ASSERT_EQ(s.linuxProfile, "6.12");
@@ -273,7 +265,7 @@ TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
   EXPECT_EQ(r.counterexample->violation.cpus, std::vector<unsigned>{1});
   EXPECT_LE(r.stats.executions, 40u);
 
-  const Scenario dynamic = load("ppc32-op-func-residual-race-dynamic");
+  const Scenario dynamic = corpusScenario("ppc32-op-func-residual-race-dynamic");
   ASSERT_TRUE(dynamic.engine.ops.at(0).dynamic);
   KernelHarness spared(dynamic, builtImagePath(dynamic));
   const CheckReport c = check(spared, exploreOptionsFor(dynamic));
@@ -286,7 +278,7 @@ TEST(EngineScenario, OpFuncResidualRaceHitsLinux612sOwnOrder) {
 // two deviations because ftrace_regs_caller's load of function_trace_op is a shared read, a visible
 // event; as an invisible step the search reported it VERIFIED within that bound.
 TEST(EngineScenario, OpFuncResidualRaceThroughFtraceRegsCaller) {
-  const Scenario s = load("ppc32-op-func-residual-race-regs");
+  const Scenario s = corpusScenario("ppc32-op-func-residual-race-regs");
   ASSERT_TRUE(s.engine.ops.at(0).saveRegs);
   ASSERT_FALSE(s.engine.ops.at(0).dynamic);
   KernelHarness harness(s, builtImagePath(s));
@@ -317,7 +309,7 @@ TEST(EngineScenario, OpFuncResidualRaceThroughFtraceRegsCaller) {
 // ftrace_call. VERIFIED within the bound that finds the race, and not vacuously: the workload
 // still calls the tracer's func directly through the patched ftrace_call after the wait.
 TEST(EngineScenario, GracePeriodsAfterThePublicationCloseTheResidualRace) {
-  const Scenario s = load("ppc32-op-func-residual-race-wait");
+  const Scenario s = corpusScenario("ppc32-op-func-residual-race-wait");
   ASSERT_TRUE(s.engine.functionTraceOpWait);
   EXPECT_EQ(parseScenario(s.toToml(), "round-trip"), s); // what a replay file embeds
   KernelHarness harness(s, builtImagePath(s));
@@ -339,7 +331,7 @@ TEST(EngineScenario, GracePeriodsAfterThePublicationCloseTheResidualRace) {
 // ftrace_call when unregistering a has moved the site to b's trampoline, published b and put the
 // int3 on ftrace_call: the handler's emulated call runs b's func with a.
 TEST(EngineScenario, OpFuncResidualRaceOnX86WithPerOpsTrampolines) {
-  const Scenario s = load("op-func-residual-race");
+  const Scenario s = corpusScenario("op-func-residual-race");
   ASSERT_TRUE(s.engine.opsTrampolines);
   ASSERT_EQ(s.linuxProfile, "6.12");
   KernelHarness harness(s, builtImagePath(s));
@@ -351,7 +343,7 @@ TEST(EngineScenario, OpFuncResidualRaceOnX86WithPerOpsTrampolines) {
 // task that hits the int3 while the site moves from the livepatch trampoline to
 // ftrace_regs_caller runs the old posix_cpu_timer_set although the livepatch is active.
 TEST(EngineScenario, Int3SkipsCallIsATransparencyViolation) {
-  const Scenario s = load("int3-skips-call");
+  const Scenario s = corpusScenario("int3-skips-call");
   ASSERT_EQ(s.protocol, "int3-skip");
   KernelHarness harness(s, builtImagePath(s));
   const CheckReport r = check(harness, exploreOptionsFor(s));
@@ -366,7 +358,7 @@ TEST(EngineScenario, Int3SkipsCallIsATransparencyViolation) {
 }
 
 TEST(EngineScenario, Int3SkipsCallFixedIsVerifiedWithinItsStatedBound) {
-  const Scenario s = load("int3-skips-call-fixed");
+  const Scenario s = corpusScenario("int3-skips-call-fixed");
   ASSERT_EQ(s.protocol, "int3");
   ASSERT_EQ(s.bounds.preemptions, 2);
   KernelHarness harness(s, builtImagePath(s));
@@ -394,7 +386,7 @@ TEST(EngineScenario, Ppc32MflrOrderIsJudgedByTheLivePatchingRule) {
   for (const char *name :
        {"ppc32-mflr-wrong-order", "ppc32-mflr-no-grace", "ppc32-mflr-wrong-order-fixed"}) {
     SCOPED_TRACE(name);
-    const Scenario s = load(name);
+    const Scenario s = corpusScenario(name);
     KernelHarness harness(s, builtImagePath(s));
     const CheckReport r = check(harness, exploreOptionsFor(s));
     // The engine-level search from round robin, within one deviation.
@@ -418,7 +410,7 @@ class EngineReplay : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
     // int3-skips-call: its counterexample is found in the first runs, so this stays cheap.
-    scenario_ = new Scenario(load("int3-skips-call"));
+    scenario_ = new Scenario(corpusScenario("int3-skips-call"));
     harness_ = new KernelHarness(*scenario_, builtImagePath(*scenario_));
     const CheckReport r = check(*harness_, exploreOptionsFor(*scenario_));
     ASSERT_TRUE(r.minimised);
